@@ -202,7 +202,9 @@ def load_mapping(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = None) -> PipelineConfig:
+def load_config(
+    path: str | Path | None = None, env: Mapping[str, str] | None = None
+) -> PipelineConfig:
     """Load a :class:`PipelineConfig`; ``None`` gives the defaults. Env fills the LLM."""
     data = {} if path is None else load_mapping(path)
     try:

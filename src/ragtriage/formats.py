@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from ragtriage.errors import InputError
-from ragtriage.jsonl import iter_json_lines, read_records
+from ragtriage.jsonl import iter_json_lines, validation_to_input_error
 from ragtriage.records import Diagnosis, Document, Example, Trace
 
 __all__ = ["KINDS", "detect_kind", "json_schema", "validate_file"]
@@ -18,6 +18,13 @@ KINDS: dict[str, type[BaseModel]] = {
     "examples": Example,
     "traces": Trace,
     "diagnoses": Diagnosis,
+}
+
+_ID_FIELD = {
+    "documents": "doc_id",
+    "examples": "example_id",
+    "traces": "trace_id",
+    "diagnoses": "trace_id",
 }
 
 # a key that only records of that kind carry, checked in this order
@@ -47,20 +54,32 @@ def detect_kind(path: str | Path) -> str:
 
 
 def validate_file(path: str | Path, kind: str) -> int:
-    """Validate every line; return the record count. Raises InputError on the first bad line."""
+    """Validate every line; return the record count.
+
+    Raises :class:`InputError` naming file:line:field for the first bad line, including
+    duplicate ids.
+    """
     if kind not in KINDS:
-        raise InputError(f"unknown kind {kind!r}; expected one of {sorted(KINDS)}")
-    seen: set[str] = set()
-    id_field = {"documents": "doc_id", "examples": "example_id", "traces": "trace_id"}.get(kind)
+        raise InputError(f"unknown kind {kind!r}; expected one of {sorted(KINDS)}", path=str(path))
+    model = KINDS[kind]
+    id_field = _ID_FIELD[kind]
+    seen: dict[str, int] = {}
     count = 0
-    for lineno, rec in enumerate(read_records(path, KINDS[kind]), start=1):
+    for lineno, obj in iter_json_lines(path):
+        try:
+            rec = model.model_validate(obj)
+        except ValidationError as exc:
+            raise validation_to_input_error(exc, path=str(path), line=lineno) from exc
         count += 1
-        if id_field is not None:
-            rid = getattr(rec, id_field)
-            if rid in seen:
-                raise InputError(f"duplicate id {rid!r}", path=str(path), field=id_field)
-            seen.add(rid)
-        del lineno
+        rid = getattr(rec, id_field)
+        if rid in seen:
+            raise InputError(
+                f"duplicate id {rid!r} (first seen on line {seen[rid]})",
+                path=str(path),
+                line=lineno,
+                field=id_field,
+            )
+        seen[rid] = lineno
     return count
 
 

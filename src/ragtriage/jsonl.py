@@ -19,11 +19,11 @@ from ragtriage.errors import InputError
 
 __all__ = [
     "append_jsonl",
-    "read_done_ids",
-    "validation_to_input_error",
     "atomic_write_text",
     "iter_json_lines",
+    "read_done_ids",
     "read_records",
+    "validation_to_input_error",
     "write_jsonl",
 ]
 

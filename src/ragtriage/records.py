@@ -16,7 +16,7 @@ Data flow::
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 #: Version of the on-disk record formats (documents, examples, traces, diagnoses).
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Final = 1
 
 NonEmptyStr = Annotated[str, Field(min_length=1)]
 Metadata = dict[str, JsonValue]

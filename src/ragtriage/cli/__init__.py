@@ -17,7 +17,7 @@ from ragtriage.errors import InputError, RagtriageError
 __all__ = ["COMMAND_MODULES", "app", "main"]
 
 #: Modules that register commands on :data:`app` (each has ``register(app)``).
-COMMAND_MODULES: tuple[str, ...] = ("validate",)
+COMMAND_MODULES: tuple[str, ...] = ("validate", "schema")
 
 app = typer.Typer(
     name="ragtriage",

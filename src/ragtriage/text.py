@@ -1,0 +1,271 @@
+"""Language-aware text utilities shared by chunking, retrieval and the rules judge.
+
+English and Chinese are first-class: Latin text is split into words, CJK text into
+characters (and character bigrams for matching), so every rule that counts tokens or
+overlap works on text with no spaces between words.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+__all__ = [
+    "STOPWORDS_EN",
+    "STOPWORDS_ZH",
+    "Sentence",
+    "cjk_ratio",
+    "content_tokens",
+    "count_tokens",
+    "detect_language",
+    "is_cjk",
+    "match_tokens",
+    "normalize",
+    "split_paragraphs",
+    "split_sentences",
+    "token_f1",
+    "token_spans",
+    "word_tokens",
+]
+
+_CJK_RANGES = (
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xF900, 0xFAFF),
+    (0x20000, 0x2A6DF),
+    (0x3040, 0x30FF),  # kana: treated like CJK (no spaces)
+    (0xAC00, 0xD7AF),  # hangul syllables
+)
+
+
+def is_cjk(ch: str) -> bool:
+    """True for a CJK ideograph (or kana/hangul) character."""
+    cp = ord(ch)
+    return any(lo <= cp <= hi for lo, hi in _CJK_RANGES)
+
+
+def cjk_ratio(text: str) -> float:
+    """Share of CJK characters among the letters of ``text`` (0.0 for text with no letters)."""
+    letters = [c for c in text if c.isalpha()]
+    if not letters:
+        return 0.0
+    return sum(1 for c in letters if is_cjk(c)) / len(letters)
+
+
+def detect_language(text: str) -> str:
+    """``"zh"`` when CJK characters make up more than 20 % of the letters, else ``"en"``."""
+    return "zh" if cjk_ratio(text) > 0.2 else "en"
+
+
+def normalize(text: str) -> str:
+    """NFKC, lower case, punctuation to spaces, collapsed whitespace."""
+    t = unicodedata.normalize("NFKC", text).lower()
+    t = "".join(" " if unicodedata.category(c).startswith(("P", "S")) else c for c in t)
+    return " ".join(t.split())
+
+
+# A Latin token: letters/digits, keeping inner apostrophes, hyphens, dots and commas in
+# numbers ("o'neil", "covid-19", "3.5", "1,200").
+_LATIN_TOKEN = re.compile(r"[^\W_]+(?:(?:['’\-]|(?<=\d)[.,](?=\d))[^\W_]+)*", re.UNICODE)
+
+
+def token_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans of tokens: Latin words/numbers, and single CJK characters."""
+    spans: list[tuple[int, int]] = []
+    for m in _LATIN_TOKEN.finditer(text):
+        s, e = m.start(), m.end()
+        seg = text[s:e]
+        if not any(is_cjk(c) for c in seg):
+            spans.append((s, e))
+            continue
+        # split mixed runs: each CJK char is its own token, Latin runs stay together
+        run_start: int | None = None
+        for i, c in enumerate(seg, start=s):
+            if is_cjk(c):
+                if run_start is not None:
+                    spans.append((run_start, i))
+                    run_start = None
+                spans.append((i, i + 1))
+            elif run_start is None:
+                run_start = i
+        if run_start is not None:
+            spans.append((run_start, e))
+    return spans
+
+
+def word_tokens(text: str) -> list[str]:
+    """Lower-cased tokens: words for Latin text, characters for CJK text."""
+    t = unicodedata.normalize("NFKC", text)
+    return [t[s:e].lower().replace(",", "") for s, e in token_spans(t)]
+
+
+def count_tokens(text: str) -> int:
+    """Approximate model tokens: ~1.3 per Latin word, 1 per CJK character."""
+    n_cjk = sum(1 for c in text if is_cjk(c))
+    n_words = len(_LATIN_TOKEN.findall(text))
+    return n_cjk + round(n_words * 1.3)
+
+
+STOPWORDS_EN: frozenset[str] = frozenset(
+    """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself
+    yourselves s t also did does according mentioned stated described given based please tell
+    many much whose whom there's what's it's i'm""".split()
+)
+
+STOPWORDS_ZH: frozenset[str] = frozenset(
+    "的 了 和 是 在 有 与 及 或 也 就 都 而 其 之 这 那 哪 个 些 什 么 吗 呢 吧 啊 于 被 把 对 从 到 "
+    "为 以 将 并 等 中 上 下 由 该 此 其 多 少 如 何 请 根 据 年 月 日".split()
+)
+
+
+def match_tokens(text: str) -> list[str]:
+    """Tokens for overlap/matching: Latin words plus CJK character bigrams (unigrams for
+    isolated characters), lower-cased, stopwords kept."""
+    toks = word_tokens(text)
+    out: list[str] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if len(run) == 1:
+            out.append(run[0])
+        else:
+            out.extend(run[i] + run[i + 1] for i in range(len(run) - 1))
+        run.clear()
+
+    for tok in toks:
+        if len(tok) == 1 and is_cjk(tok):
+            run.append(tok)
+        else:
+            if run:
+                flush()
+            out.append(tok)
+    if run:
+        flush()
+    return out
+
+
+def content_tokens(text: str) -> list[str]:
+    """Matching tokens without stopwords and lone punctuation (see :func:`match_tokens`)."""
+    out: list[str] = []
+    for tok in match_tokens(text):
+        if tok in STOPWORDS_EN:
+            continue
+        if all(is_cjk(c) for c in tok) and all(c in STOPWORDS_ZH for c in tok):
+            continue
+        out.append(tok)
+    return out
+
+
+def token_f1(prediction: str, reference: str) -> tuple[float, float, float]:
+    """(precision, recall, F1) of content tokens (bag-of-tokens, SQuAD style).
+
+    Returns zeros when either side has no content tokens — callers decide whether that is
+    a real zero or an undecidable case before calling.
+    """
+    from collections import Counter
+
+    p = Counter(content_tokens(prediction))
+    r = Counter(content_tokens(reference))
+    if not p or not r:
+        return 0.0, 0.0, 0.0
+    common = sum((p & r).values())
+    if common == 0:
+        return 0.0, 0.0, 0.0
+    prec = common / sum(p.values())
+    rec = common / sum(r.values())
+    return prec, rec, 2 * prec * rec / (prec + rec)
+
+
+@dataclass(frozen=True, slots=True)
+class Sentence:
+    """A sentence with its character span in the source text."""
+
+    text: str
+    start: int
+    end: int
+
+
+_ABBREVIATIONS = frozenset(
+    """mr mrs ms dr prof sr jr st inc ltd co corp no vs etc e.g i.e fig al jan feb mar apr jun
+    jul aug sep sept oct nov dec u.s u.k p.m a.m approx dept est gov gen col lt sgt capt rev
+    ph.d m.d""".split()
+)
+
+# end of an English sentence: . ! ? (optionally closing quotes/brackets) then whitespace
+_EN_END = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s)")
+# end of a Chinese sentence: full-width terminators (no whitespace needed)
+_ZH_END = re.compile(r"[。！？；!?]+[”’」』）)]*|…{1,2}")
+
+
+@lru_cache(maxsize=1)
+def _abbrev_re() -> re.Pattern[str]:
+    return re.compile(r"(?:^|[\s(])([A-Za-z][A-Za-z.]*)$")
+
+
+def _is_abbreviation(before: str) -> bool:
+    m = _abbrev_re().search(before)
+    if not m:
+        return False
+    word = m.group(1).lower().rstrip(".")
+    if word in _ABBREVIATIONS:
+        return True
+    # single initials such as "J." in "J. Smith"
+    return len(word) == 1 and word.isalpha()
+
+
+def split_paragraphs(text: str) -> list[Sentence]:
+    """Paragraph spans separated by blank lines (or a line that is a Markdown header)."""
+    spans: list[Sentence] = []
+    pos = 0
+    for m in re.finditer(r"\n\s*\n", text):
+        if text[pos : m.start()].strip():
+            spans.append(_trimmed(text, pos, m.start()))
+        pos = m.end()
+    if text[pos:].strip():
+        spans.append(_trimmed(text, pos, len(text)))
+    return spans
+
+
+def _trimmed(text: str, start: int, end: int) -> Sentence:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return Sentence(text[start:end], start, end)
+
+
+def split_sentences(text: str) -> list[Sentence]:
+    """Sentences with exact character spans, for English and Chinese text.
+
+    Boundaries: line breaks, full-width Chinese terminators, and English ``.!?`` followed
+    by whitespace unless the period ends a known abbreviation, an initial, or a number.
+    ``text[s.start:s.end] == s.text`` for every sentence.
+    """
+    cuts: set[int] = set()
+    for m in re.finditer(r"\n+", text):
+        cuts.add(m.start())
+        cuts.add(m.end())
+    for m in _ZH_END.finditer(text):
+        cuts.add(m.end())
+    for m in _EN_END.finditer(text):
+        end = m.end()
+        if text[m.start()] == "." and _is_abbreviation(text[: m.start()]):
+            continue
+        # a decimal like "3." followed by space then digit is still a boundary; fine
+        cuts.add(end)
+    bounds = sorted(c for c in cuts if 0 < c < len(text))
+    out: list[Sentence] = []
+    prev = 0
+    for c in [*bounds, len(text)]:
+        if text[prev:c].strip():
+            out.append(_trimmed(text, prev, c))
+        prev = c
+    return out

@@ -1,0 +1,162 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ragtriage.errors import InputError
+from ragtriage.formats import KINDS, detect_kind, json_schema, validate_file
+from ragtriage.jsonl import append_jsonl, read_done_ids, read_records, write_jsonl
+from ragtriage.records import Document, Example
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _ragtriage(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ragtriage", *args], capture_output=True, text=True, check=False
+    )
+
+
+def test_write_then_read_round_trip(tmp_path: Path) -> None:
+    docs = [Document(doc_id=f"d{i}", text=f"text {i}", title=None) for i in range(5)]
+    path = tmp_path / "documents.jsonl"
+    assert write_jsonl(path, docs) == 5
+    assert list(read_records(path, Document)) == docs
+    assert validate_file(path, "documents") == 5
+
+
+def test_validate_cli_names_file_line_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "examples.jsonl"
+    good = {"example_id": "e1", "query": "Who?", "answer": "Ann", "doc_ids": ["d1"]}
+    bad = {"example_id": "e2", "query": "Who?", "answer": "Ann", "answerable": "perhaps"}
+    path.write_text(json.dumps(good) + "\n\n" + json.dumps(bad) + "\n", encoding="utf-8")
+    proc = _ragtriage("validate", str(path))
+    assert proc.returncode == 2
+    assert f"{path}:3:answerable" in proc.stderr
+    assert "bool" in proc.stderr
+
+
+def test_validate_cli_ok_and_kind_detection(tmp_path: Path) -> None:
+    path = tmp_path / "mine.jsonl"
+    path.write_text(json.dumps({"doc_id": "d", "text": "t"}) + "\n", encoding="utf-8")
+    assert detect_kind(path) == "documents"
+    proc = _ragtriage("validate", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert "ok (1 documents)" in proc.stdout
+
+
+def test_invalid_json_and_non_object_lines(tmp_path: Path) -> None:
+    path = tmp_path / "documents.jsonl"
+    path.write_text('{"doc_id": "d", "text": "t"}\n{"doc_id": \n', encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        validate_file(path, "documents")
+    assert info.value.line == 2 and info.value.path == str(path)
+    path.write_text("[1, 2]\n", encoding="utf-8")
+    with pytest.raises(InputError, match="JSON object"):
+        validate_file(path, "documents")
+
+
+def test_missing_file_is_input_error(tmp_path: Path) -> None:
+    proc = _ragtriage("validate", str(tmp_path / "nope.jsonl"), "--kind", "documents")
+    assert proc.returncode == 2
+    assert "nope.jsonl" in proc.stderr
+
+
+def test_duplicate_ids_are_reported_with_both_lines(tmp_path: Path) -> None:
+    path = tmp_path / "documents.jsonl"
+    write_jsonl(path, [Document(doc_id="a", text="1"), Document(doc_id="a", text="2")])
+    with pytest.raises(InputError, match="first seen on line 1") as info:
+        validate_file(path, "documents")
+    assert info.value.line == 2 and info.value.field == "doc_id"
+
+
+def test_resumable_append_drops_torn_tail(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    for i in range(3):
+        append_jsonl(path, {"trace_id": f"t{i}"})
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write('{"trace_id": "t3", "answ')  # crash mid-line
+    assert read_done_ids(path, "trace_id") == {"t0", "t1", "t2"}
+    append_jsonl(path, {"trace_id": "t3"})
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert [json.loads(x)["trace_id"] for x in lines] == ["t0", "t1", "t2", "t3"]
+
+
+def test_committed_schemas_match_the_records() -> None:
+    for kind in KINDS:
+        committed = json.loads((ROOT / "docs" / "schemas" / f"{kind}.schema.json").read_text())
+        assert committed == json_schema(kind), (
+            f"docs/schemas/{kind}.schema.json is stale: run `ragtriage schema all --out docs/schemas`"
+        )
+
+
+_json_scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20)
+_json_values = st.recursive(
+    _json_scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+_record_like = st.fixed_dictionaries(
+    {},
+    optional={
+        "doc_id": _json_values,
+        "text": _json_values,
+        "example_id": _json_values,
+        "query": _json_values,
+        "answer": _json_values,
+        "answerable": _json_values,
+        "trace_id": _json_values,
+        "example": _json_values,
+        "retrieved": _json_values,
+        "schema": _json_values,
+    },
+)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    lines=st.lists(
+        st.one_of(
+            _record_like.map(json.dumps),
+            st.text(max_size=40),
+            st.binary(max_size=20).map(lambda b: b.decode("latin-1")),
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    kind=st.sampled_from(sorted(KINDS)),
+)
+def test_readers_fuzz_only_raise_input_error(tmp_path: Path, lines: list[str], kind: str) -> None:
+    path = tmp_path / "fuzz.jsonl"
+    path.write_text("\n".join(line.replace("\n", " ") for line in lines) + "\n", encoding="utf-8")
+    try:
+        validate_file(path, kind)
+    except InputError as exc:
+        assert exc.path == str(path)
+        assert exc.line is not None and exc.line >= 1
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.binary(min_size=1, max_size=40))
+def test_non_utf8_bytes_give_input_error(
+    tmp_path_factory: pytest.TempPathFactory, raw: bytes
+) -> None:
+    path = tmp_path_factory.mktemp("bin") / "x.jsonl"
+    path.write_bytes(b'{"doc_id": "d", "text": "t"}\n' + raw + b"\xff\n")
+    with pytest.raises(InputError):
+        validate_file(path, "documents")
+
+
+def test_example_reader_fuzz_valid_records_round_trip() -> None:
+    ex = Example(example_id="e", query="q", answer="a", references=["r"], label="fact_single")
+    assert Example.model_validate_json(ex.to_json()) == ex
