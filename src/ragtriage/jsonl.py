@@ -57,6 +57,8 @@ def iter_json_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 raise InputError(
                     f"not valid JSON: {exc.msg} at column {exc.colno}", path=str(p), line=lineno
                 ) from exc
+            except (ValueError, RecursionError) as exc:  # huge integers, absurd nesting
+                raise InputError(f"not valid JSON: {exc}", path=str(p), line=lineno) from exc
             if not isinstance(obj, dict):
                 raise InputError(
                     f"expected a JSON object, got {type(obj).__name__}", path=str(p), line=lineno

@@ -1,0 +1,248 @@
+"""Recognise dataset files by content and dispatch to the right loader."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ragtriage.data._clapnq import load_clapnq
+from ragtriage.data._dataset import Dataset
+from ragtriage.data._dragonball import load_dragonball
+from ragtriage.data._fields import normalize_language
+from ragtriage.data._generic import (
+    CHUNKS_FILE,
+    DOCUMENTS_FILE,
+    EXAMPLES_FILE,
+    TEXT_SUFFIXES,
+    load_folder,
+    load_generic,
+)
+from ragtriage.errors import InputError
+
+__all__ = ["FORMATS", "load_dataset", "sniff_directory", "sniff_file"]
+
+#: Formats :func:`load_dataset` accepts besides ``"auto"``.
+FORMATS = ("generic", "folder", "dragonball", "clapnq")
+
+_DATA_SUFFIXES = (".jsonl", ".json", ".ndjson", ".tsv", ".tab")
+_MAX_DEPTH = 3
+_SNIFF_BYTES = 1 << 22  # a first line longer than 4 MiB is not sniffed
+
+
+def _kind_of(obj: dict[str, Any]) -> str | None:
+    keys = set(obj)
+    if {"query", "ground_truth"} <= keys:
+        return "dragonball_queries"
+    if {"input", "passages"} <= keys or ({"input", "output", "id"} <= keys):
+        return "clapnq_questions"
+    if "example_id" in keys:
+        return "generic_examples"
+    if "chunk_id" in keys:
+        return "generic_chunks"
+    if {"doc_id", "text"} <= keys:
+        return "generic_documents"
+    if {"doc_id", "content"} <= keys:
+        return "dragonball_docs"
+    if {"id", "text"} <= keys:
+        return "clapnq_passages"
+    return None
+
+
+def sniff_file(path: str | Path) -> str | None:
+    """Kind of a data file from its first non-blank line, or ``None``.
+
+    Kinds: ``generic_documents``, ``generic_examples``, ``generic_chunks``,
+    ``dragonball_docs``, ``dragonball_queries``, ``clapnq_questions``,
+    ``clapnq_passages`` (JSONL, or TSV with an ``id``/``text`` header).
+    """
+    p = Path(path)
+    try:
+        with p.open("r", encoding="utf-8", errors="replace") as fh:
+            while True:
+                line = fh.readline(_SNIFF_BYTES)
+                if not line:
+                    return None
+                if line.strip():
+                    break
+    except OSError:
+        return None
+    if p.suffix.lower() in (".tsv", ".tab"):
+        header = {h.strip().lower() for h in line.rstrip("\r\n").split("\t")}
+        return "clapnq_passages" if {"id", "text"} <= header else None
+    try:
+        obj = json.loads(line)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return _kind_of(obj) if isinstance(obj, dict) else None
+
+
+def sniff_directory(root: Path) -> dict[str, list[Path]]:
+    """Data files under ``root`` (up to 3 levels, hidden ones skipped) by kind."""
+    found: dict[str, list[Path]] = {}
+    for p in sorted(_data_files(root, 0)):
+        kind = sniff_file(p)
+        if kind is not None:
+            found.setdefault(kind, []).append(p)
+    return found
+
+
+def _data_files(root: Path, depth: int) -> list[Path]:
+    out: list[Path] = []
+    try:
+        entries = list(root.iterdir())
+    except OSError:
+        return out
+    for p in entries:
+        if p.name.startswith("."):
+            continue
+        if p.is_dir():
+            if depth < _MAX_DEPTH:
+                out.extend(_data_files(p, depth + 1))
+        elif p.suffix.lower() in _DATA_SUFFIXES:
+            out.append(p)
+    return out
+
+
+def _has_text_files(root: Path) -> bool:
+    return any(
+        p.suffix.lower() in TEXT_SUFFIXES and p.is_file()
+        for p in root.rglob("*")
+        if not any(part.startswith(".") for part in p.relative_to(root).parts)
+    )
+
+
+def _sibling(path: Path, kind: str) -> list[Path]:
+    return [
+        p
+        for p in sorted(path.parent.iterdir())
+        if p != path and p.suffix.lower() in _DATA_SUFFIXES and sniff_file(p) == kind
+    ]
+
+
+def _generic_file(path: Path, kind: str | None, name: str | None) -> Dataset:
+    parent = path.parent
+    ds_name = name or parent.resolve().name
+    if kind in ("generic_examples", "generic_chunks"):
+        docs = parent / DOCUMENTS_FILE
+        if not docs.is_file():
+            raise InputError(f"this file needs {DOCUMENTS_FILE} beside it", path=str(path))
+        examples = parent / EXAMPLES_FILE
+        chunks = parent / CHUNKS_FILE
+        if kind == "generic_examples":
+            examples = path
+        else:
+            chunks = path
+        return load_generic(
+            documents=docs,
+            examples=examples if examples.is_file() else None,
+            chunks=chunks if chunks.is_file() else None,
+            name=ds_name,
+        )
+    examples = parent / EXAMPLES_FILE
+    chunks = parent / CHUNKS_FILE
+    return load_generic(
+        documents=path,
+        examples=examples if examples.is_file() and examples != path else None,
+        chunks=chunks if chunks.is_file() and chunks != path else None,
+        name=ds_name,
+    )
+
+
+def _dragonball_file(
+    path: Path, kind: str | None, language: str | None, name: str | None
+) -> Dataset:
+    if kind == "dragonball_docs":
+        return load_dragonball(
+            docs=path, queries=_sibling(path, "dragonball_queries"), language=language, name=name
+        )
+    return load_dragonball(
+        docs=_sibling(path, "dragonball_docs"), queries=path, language=language, name=name
+    )
+
+
+def _auto_directory(root: Path) -> str:
+    if (root / DOCUMENTS_FILE).is_file():
+        return "generic"
+    found = sniff_directory(root)
+    families = sorted({k.split("_", 1)[0] for k in found if k.startswith(("dragonball", "clapnq"))})
+    if len(families) > 1:
+        raise InputError(
+            f"files of several dataset formats found ({', '.join(families)}); "
+            "pass format= or point at one dataset's directory",
+            path=str(root),
+        )
+    if families:
+        return families[0]
+    if _has_text_files(root):
+        return "folder"
+    raise InputError(
+        "cannot tell the dataset format: no documents.jsonl, no DragonBall or CLAPnq "
+        "files and no .txt/.md files",
+        path=str(root),
+    )
+
+
+def _auto_file(kind: str | None, path: Path) -> str:
+    if kind is None:
+        if path.suffix.lower() in TEXT_SUFFIXES:
+            raise InputError("a single text file is not a dataset; pass its folder", path=str(path))
+        raise InputError(
+            "cannot tell the dataset format from the first line; pass format=", path=str(path)
+        )
+    family = kind.split("_", 1)[0]
+    if kind == "clapnq_passages":
+        raise InputError(
+            "this is a CLAPnq passages file; load the questions file (or the directory)",
+            path=str(path),
+        )
+    return family
+
+
+def load_dataset(
+    path_or_dir: str | Path,
+    format: str = "auto",
+    *,
+    name: str | None = None,
+    language: str | None = None,
+) -> Dataset:
+    """Load a dataset, recognising its format when ``format="auto"``.
+
+    * ``generic`` — a directory with ``documents.jsonl`` (+ ``examples.jsonl``,
+      ``chunks.jsonl``), or one of those files;
+    * ``folder`` — a directory of ``.txt``/``.md`` files (+ ``examples.jsonl``);
+    * ``dragonball`` — a directory with DragonBall docs and queries files, or one of
+      them (the other is looked for beside it);
+    * ``clapnq`` — a CLAPnq questions file, or a directory of question (and
+      passage) files.
+
+    ``language`` keeps only DragonBall documents and examples in that language; for
+    the other formats it drops examples whose language is set to another one.
+    """
+    path = Path(path_or_dir)
+    if format != "auto" and format not in FORMATS:
+        raise InputError(f"unknown dataset format {format!r}; expected auto or one of {FORMATS}")
+    if not path.exists():
+        raise InputError("no such file or directory", path=str(path))
+    kind = None if path.is_dir() else sniff_file(path)
+    fmt = format
+    if fmt == "auto":
+        fmt = _auto_directory(path) if path.is_dir() else _auto_file(kind, path)
+
+    if fmt == "dragonball":
+        if path.is_dir():
+            return load_dragonball(path, language=language, name=name)
+        return _dragonball_file(path, kind, language, name)
+    if fmt == "clapnq":
+        ds = load_clapnq(path, name=name)
+    elif fmt == "folder":
+        ds = load_folder(path, name=name)
+    elif path.is_dir():
+        ds = load_generic(path, name=name)
+    else:
+        ds = _generic_file(path, kind, name)
+    if language:
+        want = normalize_language(language)
+        kept = tuple(e for e in ds.examples if e.language in (None, want))
+        ds = Dataset(ds.name, ds.documents, kept, ds.prechunked, ds.format)
+    return ds
