@@ -3,8 +3,12 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP_DEV := $(VENV)/.stamp-dev
+STAMP_LOCAL := $(VENV)/.stamp-local
+DEMO_OUT ?= runs/demo
+# the LLM judge when an endpoint is configured, else the offline rules judge
+JUDGE ?= $(if $(RAGTRIAGE_LLM_BASE_URL),llm,rules)
 
-.PHONY: test lint typecheck unit venv clean
+.PHONY: test lint typecheck unit venv clean demo browser-deps
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -16,6 +20,17 @@ $(STAMP_DEV): pyproject.toml | $(BIN)/python
 
 venv: $(STAMP_DEV)
 
+# embedded default models: the generator compiles llama.cpp once (~7 min on 2 cores)
+$(STAMP_LOCAL): pyproject.toml | $(BIN)/python
+	CMAKE_ARGS="-DLLAVA_BUILD=OFF" $(BIN)/python -m pip install -q -e '.[local]'
+	touch $(STAMP_LOCAL)
+
+demo: $(STAMP_LOCAL)
+	$(BIN)/ragtriage run --demo --out $(DEMO_OUT)
+	$(BIN)/ragtriage diagnose $(DEMO_OUT) --judge $(JUDGE) --out $(DEMO_OUT)
+	$(BIN)/ragtriage report $(DEMO_OUT)
+	@echo "traces: $(DEMO_OUT)/traces.jsonl  diagnoses: $(DEMO_OUT)/diagnoses.jsonl  report: $(DEMO_OUT)/report.html"
+
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
@@ -23,7 +38,16 @@ lint: $(STAMP_DEV)
 typecheck: $(STAMP_DEV)
 	$(BIN)/mypy --strict src/ragtriage
 
-unit: $(STAMP_DEV)
+# Debian chromium for the HTML report's headless-browser test (~20 s, root + apt only;
+# without it that test skips and says why)
+browser-deps:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+		|| echo "warning: could not install chromium; the browser test will skip"; \
+	else echo "note: no /usr/bin/chromium and no root apt-get; the browser test will skip"; fi
+
+unit: $(STAMP_DEV) browser-deps
 	$(BIN)/python -m pytest -q
 
 test: lint typecheck unit

@@ -1,0 +1,38 @@
+"""``ragtriage agree DIAGNOSES --labels FILE`` — judge vs human agreement."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ragtriage.calibrate.agreement import agreement, read_labels, report_json
+from ragtriage.jsonl import atomic_write_text
+from ragtriage.report.terminal import make_console, render_agreement
+from ragtriage.store import DIAGNOSES, read_diagnoses
+
+__all__ = ["register"]
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("agree")
+    def agree(
+        diagnoses: Path = typer.Argument(
+            ..., help="Diagnoses JSONL, or a run directory holding diagnoses.jsonl."
+        ),
+        labels: Path = typer.Option(
+            ...,
+            "--labels",
+            help="Human labels: CSV or JSONL with example_id, stage, types[, annotator].",
+        ),
+        json_path: Path | None = typer.Option(
+            None, "--json", help="Also write the report as JSON."
+        ),
+    ) -> None:
+        """Stage/type agreement, confusion matrices and κ of the judge vs human labels."""
+        dpath = diagnoses / DIAGNOSES if diagnoses.is_dir() else diagnoses
+        report = agreement(read_diagnoses(dpath), read_labels(labels), labels_file=str(labels))
+        render_agreement(report, make_console())
+        if json_path is not None:
+            atomic_write_text(json_path, report_json(report))
+            typer.echo(f"wrote {json_path}")

@@ -1,0 +1,68 @@
+"""``ragtriage report RUN_DIR`` — one self-contained HTML report, plus CSV/JSON exports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ragtriage.report.aggregate import summarize
+from ragtriage.report.export import write_csv, write_json
+from ragtriage.report.html import DEFAULT_MAX_EXAMPLES, write_html
+from ragtriage.report.terminal import make_console, render_headline, render_summary
+from ragtriage.store import load_run_dir
+
+__all__ = ["register"]
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("report")
+    def report(
+        run_dir: Path = typer.Argument(..., help="Run directory (manifest.json, traces.jsonl)."),
+        diagnoses: Path | None = typer.Option(
+            None, "--diagnoses", help="Diagnoses JSONL (default RUN_DIR/diagnoses.jsonl)."
+        ),
+        out: Path | None = typer.Option(
+            None, "--out", "-o", help="HTML file to write (default RUN_DIR/report.html)."
+        ),
+        csv_path: Path | None = typer.Option(
+            None, "--csv", help="Also write per-example rows here (+ <stem>.summary.csv)."
+        ),
+        json_path: Path | None = typer.Option(
+            None, "--json", help="Also write the summary and per-example rows as JSON."
+        ),
+        max_examples: int = typer.Option(
+            DEFAULT_MAX_EXAMPLES,
+            "--max-examples",
+            help="Failing examples with a drill-down in the HTML (0 = all).",
+        ),
+        tables: bool = typer.Option(
+            False, "--tables", help="Print every summary table, not only the headline."
+        ),
+        title: str | None = typer.Option(None, "--title", help="Page title."),
+    ) -> None:
+        """Write an offline HTML report of a diagnosed run; exit 2 on bad input."""
+        run = load_run_dir(run_dir, diagnoses)
+        summary = summarize(run.diagnoses, run.traces)
+        console = make_console()
+        html_path = out if out is not None else run_dir / "report.html"
+        write_html(
+            html_path,
+            summary,
+            run.diagnoses,
+            run.traces,
+            title=title or f"ragtriage report — {run.name}",
+            run_info=run.info(),
+            max_examples=max_examples,
+        )
+        if tables:
+            render_summary(summary, console)
+        else:
+            render_headline(summary, console)
+        typer.echo(f"wrote {html_path}")
+        if csv_path is not None:
+            summary_path = write_csv(csv_path, summary, run.diagnoses, run.traces)
+            typer.echo(f"wrote {csv_path} and {summary_path}")
+        if json_path is not None:
+            write_json(json_path, summary, run.diagnoses, run.traces, run=run.info())
+            typer.echo(f"wrote {json_path}")

@@ -1,0 +1,115 @@
+"""``ragtriage runs add|list|trend`` and ``ragtriage compare RUN_A RUN_B``."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import typer
+
+from ragtriage.errors import InputError
+from ragtriage.jsonl import atomic_write_text
+from ragtriage.report.aggregate import summarize
+from ragtriage.report.compare import compare_summaries, evaluate_gate, parse_gate
+from ragtriage.report.terminal import make_console, render_comparison, render_runs, render_trend
+from ragtriage.store import DEFAULT_STORE_PATH, RunStore, load_run_dir, resolve_run
+
+__all__ = ["register"]
+
+_STORE_HELP = "Run store (SQLite file)."
+
+
+def register(app: typer.Typer) -> None:
+    runs_app = typer.Typer(help="The run store: import runs, list them, track failure stages.")
+    app.add_typer(runs_app, name="runs")
+
+    @runs_app.command("add")
+    def add(
+        run_dirs: list[Path] = typer.Argument(..., help="Run directories to import."),
+        diagnoses: Path | None = typer.Option(
+            None, "--diagnoses", help="Diagnoses JSONL (only with one run directory)."
+        ),
+        store: Path = typer.Option(DEFAULT_STORE_PATH, "--store", help=_STORE_HELP),
+    ) -> None:
+        """Import run directories (idempotent: the same run again changes nothing)."""
+        if diagnoses is not None and len(run_dirs) != 1:
+            raise InputError("--diagnoses needs exactly one run directory", field="--diagnoses")
+        runs = [load_run_dir(d, diagnoses, require_diagnoses=False) for d in run_dirs]
+        with RunStore(store) as st:
+            for run in runs:
+                res = st.add_run(run)
+                note = "" if run.has_diagnoses else " (no diagnoses yet)"
+                typer.echo(
+                    f"{res.status}: {res.run_id} ({res.traces} traces, "
+                    f"{res.diagnoses} diagnoses){note} → {store}"
+                )
+
+    @runs_app.command("list")
+    def list_(
+        store: Path = typer.Option(DEFAULT_STORE_PATH, "--store", help=_STORE_HELP),
+    ) -> None:
+        """List stored runs, oldest first."""
+        with RunStore(store, create=False) as st:
+            render_runs(st.list_runs(), make_console())
+
+    @runs_app.command("trend")
+    def trend(
+        run_ids: list[str] = typer.Argument(None, help="Only these run ids (default: all)."),
+        store: Path = typer.Option(DEFAULT_STORE_PATH, "--store", help=_STORE_HELP),
+        json_path: Path | None = typer.Option(None, "--json", help="Also write the rows as JSON."),
+    ) -> None:
+        """Failure-stage distribution across runs over time."""
+        with RunStore(store, create=False) as st:
+            rows = st.trend(run_ids or None)
+        render_trend(rows, make_console())
+        if json_path is not None:
+            payload = [asdict(r) for r in rows]
+            atomic_write_text(json_path, json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+            typer.echo(f"wrote {json_path}")
+
+    @app.command("compare")
+    def compare(
+        run_a: str = typer.Argument(..., help="Run before: a run directory or a stored run id."),
+        run_b: str = typer.Argument(..., help="Run after: a run directory or a stored run id."),
+        gate: list[str] = typer.Option(
+            None,
+            "--gate",
+            help="Fail (exit 1) unless the B−A delta holds, e.g. 'accuracy>=+0.02', "
+            "'stage.retrieval<=0', 'type.E16<=0', 'incorrect_share<=-0.05'. Repeatable.",
+        ),
+        store: Path = typer.Option(DEFAULT_STORE_PATH, "--store", help=_STORE_HELP),
+        json_path: Path | None = typer.Option(
+            None, "--json", help="Also write the comparison as JSON."
+        ),
+    ) -> None:
+        """Before/after table (seed 000 Table 2 with Impr.) and CI gates on the deltas."""
+        gates = [parse_gate(g) for g in gate or []]
+        a = resolve_run(run_a, store)
+        b = resolve_run(run_b, store)
+        comparison = compare_summaries(
+            summarize(a.diagnoses, a.traces),
+            summarize(b.diagnoses, b.traces),
+            name_a=a.name if a.name == a.run_id else f"{a.name} ({a.run_id})",
+            name_b=b.name if b.name == b.run_id else f"{b.name} ({b.run_id})",
+            config_a=a.config,
+            config_b=b.config,
+        )
+        render_comparison(comparison, make_console())
+        results = [evaluate_gate(g, comparison) for g in gates]
+        if json_path is not None:
+            payload = {
+                "comparison": comparison.model_dump(mode="json"),
+                "gates": [r.model_dump(mode="json") for r in results],
+            }
+            atomic_write_text(json_path, json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+            typer.echo(f"wrote {json_path}")
+        for r in results:
+            typer.echo(r.message, err=not r.passed)
+        failed = [r for r in results if not r.passed]
+        if failed:
+            typer.echo(
+                f"error: {len(failed)} gate(s) failed: " + ", ".join(r.gate.text for r in failed),
+                err=True,
+            )
+            raise typer.Exit(1)
