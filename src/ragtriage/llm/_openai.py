@@ -1,0 +1,286 @@
+"""OpenAICompatible: an :class:`LLMClient` for any OpenAI-compatible chat endpoint.
+
+vLLM, llama.cpp server, Ollama, LM Studio, TGI and hosted APIs all speak this dialect,
+with differences this client absorbs: some ignore ``n`` (the missing samples are then
+fetched one by one with distinct seeds, and ``n`` is not sent again), some reject
+``response_format`` json_schema with a 400 (the schema then goes into the prompt, and
+``response_format`` is not sent again). SDK retries are off: :class:`LLMRunner`
+retries, honouring ``Retry-After``, which the errors raised here carry.
+
+There is no default endpoint: ``base_url`` and ``model`` must be configured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import openai
+
+from ragtriage.config import LLMConfig
+from ragtriage.errors import ConfigError, LLMError, LLMTimeoutError
+from ragtriage.llm._base import ChatRequest, Completion, Usage
+from ragtriage.llm._errors import (
+    LLMBadResponseError,
+    LLMConnectionError,
+    LLMStatusError,
+    parse_retry_after,
+)
+from ragtriage.llm._tokens import estimate_prompt_tokens, estimate_tokens
+
+__all__ = ["OpenAICompatible", "client_from_config", "translate_openai_error"]
+
+# Sent when no key is configured: local servers ignore it, and it keeps the SDK from
+# picking up OPENAI_API_KEY and sending that secret to an arbitrary endpoint.
+_PLACEHOLDER_KEY = "ragtriage-no-key"
+_SCHEMA_NAME = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def client_from_config(
+    config: LLMConfig, *, env: Mapping[str, str] | None = None
+) -> OpenAICompatible:
+    """Build the HTTP client from a config (unset fields filled from ``RAGTRIAGE_LLM_*``).
+
+    Raises :class:`ConfigError` when no endpoint or model is configured.
+    """
+    return OpenAICompatible(config.with_env(env))
+
+
+def translate_openai_error(exc: Exception) -> LLMError:
+    """Map an OpenAI SDK exception onto the ragtriage LLM error tree."""
+    if isinstance(exc, openai.APITimeoutError):
+        return LLMTimeoutError(f"request timed out: {exc}")
+    if isinstance(exc, openai.APIStatusError):
+        body = exc.body
+        detail = body.get("message") if isinstance(body, dict) else None
+        return LLMStatusError(
+            detail if isinstance(detail, str) and detail else exc.message,
+            status=exc.status_code,
+            retry_after_s=parse_retry_after(exc.response.headers),
+        )
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__
+        detail = f" ({type(cause).__name__}: {cause})" if cause else ""
+        return LLMConnectionError(f"{exc.message}{detail}")
+    if isinstance(exc, openai.APIResponseValidationError | ValueError):
+        return LLMBadResponseError(f"unusable response body: {exc}")
+    return LLMError(f"{type(exc).__name__}: {exc}")
+
+
+def _sample_seed(seed: int | None, index: int) -> int | None:
+    if seed is None:
+        return None if index == 0 else index
+    return seed + index
+
+
+class OpenAICompatible:
+    """Async client for an OpenAI-compatible ``/chat/completions`` endpoint.
+
+    One ``openai.AsyncOpenAI`` (one connection pool) is reused for every call made from
+    the same event loop; at most ``config.concurrency`` HTTP requests are in flight.
+    """
+
+    def __init__(self, config: LLMConfig) -> None:
+        if not config.base_url:
+            raise ConfigError(
+                "no LLM endpoint configured: set llm.base_url or RAGTRIAGE_LLM_BASE_URL",
+                field="llm.base_url",
+            )
+        if not config.model:
+            raise ConfigError(
+                "no LLM model configured: set llm.model or RAGTRIAGE_LLM_MODEL",
+                field="llm.model",
+            )
+        self._config = config
+        self._base_url = config.base_url
+        self._model = config.model
+        self._n_supported: bool | None = config.supports_n
+        self._json_schema_supported: bool | None = config.supports_json_schema
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._sdk: openai.AsyncOpenAI | None = None
+        self._gate: asyncio.Semaphore | None = None
+
+    @property
+    def model_name(self) -> str:
+        return self._model
+
+    @property
+    def base_url(self) -> str:
+        return self._base_url
+
+    @property
+    def supports_n(self) -> bool | None:
+        """``None`` until the endpoint was seen honouring (or ignoring) ``n > 1``."""
+        return self._n_supported
+
+    @property
+    def supports_json_schema(self) -> bool | None:
+        return self._json_schema_supported
+
+    def _bound(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
+        """The SDK client and gate for the running loop (connection pools are per loop)."""
+        loop = asyncio.get_running_loop()
+        if self._sdk is None or self._gate is None or self._loop is not loop:
+            self._sdk = openai.AsyncOpenAI(
+                base_url=self._base_url,
+                api_key=self._config.api_key or _PLACEHOLDER_KEY,
+                max_retries=0,
+                timeout=self._config.timeout_s,
+            )
+            self._gate = asyncio.Semaphore(self._config.concurrency)
+            self._loop = loop
+        return self._sdk, self._gate
+
+    async def aclose(self) -> None:
+        """Close the connection pool (only possible from the loop that opened it)."""
+        sdk, loop = self._sdk, self._loop
+        self._sdk = self._gate = self._loop = None
+        if sdk is not None and loop is asyncio.get_running_loop():
+            await sdk.close()
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        started = time.perf_counter()
+        n = request.n
+        if n > 1 and self._n_supported is False:
+            parts = await asyncio.gather(
+                *(self._single(request, _sample_seed(request.seed, i)) for i in range(n))
+            )
+            texts = tuple(t for part_texts, _, _ in parts for t in part_texts[:1])
+            usage = sum((u for _, u, _ in parts), Usage())
+            model = parts[0][2]
+        else:
+            texts, usage, model = await self._call(request, n=n, seed=request.seed)
+            if n > 1:
+                if len(texts) < n:
+                    self._n_supported = False
+                    extra = await asyncio.gather(
+                        *(
+                            self._single(request, _sample_seed(request.seed, i))
+                            for i in range(len(texts), n)
+                        )
+                    )
+                    texts = texts + tuple(t for part_texts, _, _ in extra for t in part_texts[:1])
+                    usage = sum((u for _, u, _ in extra), usage)
+                elif self._n_supported is None:
+                    self._n_supported = True
+        return Completion(
+            texts=texts[:n],
+            usage=usage,
+            latency_s=time.perf_counter() - started,
+            model=model,
+        )
+
+    async def _single(
+        self, request: ChatRequest, seed: int | None
+    ) -> tuple[tuple[str, ...], Usage, str]:
+        return await self._call(request, n=1, seed=seed)
+
+    async def _call(
+        self, request: ChatRequest, *, n: int, seed: int | None
+    ) -> tuple[tuple[str, ...], Usage, str]:
+        """One HTTP call (two when a json_schema ``response_format`` is refused)."""
+        schema = request.json_schema
+        if schema is not None and self._json_schema_supported is not False:
+            try:
+                result = await self._post(request, n=n, seed=seed, schema_mode="response_format")
+            except LLMStatusError as exc:
+                if exc.status != 400:
+                    raise
+                result = await self._post(request, n=n, seed=seed, schema_mode="prompt")
+                self._json_schema_supported = False
+            else:
+                self._json_schema_supported = True
+            return result
+        return await self._post(
+            request, n=n, seed=seed, schema_mode="prompt" if schema is not None else "none"
+        )
+
+    def _payload(
+        self, request: ChatRequest, *, n: int, seed: int | None, schema_mode: str
+    ) -> dict[str, Any]:
+        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        schema = request.json_schema
+        payload: dict[str, Any] = {
+            "model": request.model or self._model,
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+        }
+        if n > 1:
+            payload["n"] = n
+        if seed is not None:
+            payload["seed"] = seed
+        if request.stop:
+            payload["stop"] = list(request.stop)
+        if schema is not None and schema_mode == "response_format":
+            title = str(schema.get("title") or "response")
+            payload["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": _SCHEMA_NAME.sub("_", title)[:64], "schema": schema},
+            }
+        elif schema is not None and schema_mode == "prompt":
+            instruction = (
+                "Reply with one JSON object only, no other text, matching this JSON Schema:\n"
+                + json.dumps(schema, ensure_ascii=False, sort_keys=True)
+            )
+            for message in reversed(messages):
+                if message["role"] == "user":
+                    message["content"] = f"{message['content']}\n\n{instruction}"
+                    break
+            else:
+                messages.append({"role": "user", "content": instruction})
+        payload["messages"] = messages
+        return payload
+
+    async def _post(
+        self, request: ChatRequest, *, n: int, seed: int | None, schema_mode: str
+    ) -> tuple[tuple[str, ...], Usage, str]:
+        payload = self._payload(request, n=n, seed=seed, schema_mode=schema_mode)
+        sdk, gate = self._bound()
+        async with gate:
+            try:
+                # The SDK's generic ``post`` (its documented way to call any route) skips
+                # the typed request transform and response model construction, which
+                # cost about as much CPU as the HTTP exchange itself; we validate the
+                # plain JSON below instead.
+                body: object = await sdk.post("/chat/completions", body=payload, cast_to=object)
+            except (openai.OpenAIError, ValueError) as exc:
+                raise translate_openai_error(exc) from exc
+        texts = _choice_texts(body)
+        usage = body.get("usage") if isinstance(body, dict) else None
+        prompt_tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+        completion_tokens = usage.get("completion_tokens") if isinstance(usage, dict) else None
+        if not isinstance(prompt_tokens, int):
+            prompt_tokens = estimate_prompt_tokens(request)
+        if not isinstance(completion_tokens, int):
+            completion_tokens = sum(estimate_tokens(t) for t in texts)
+        model = body.get("model") if isinstance(body, dict) else None
+        return (
+            texts,
+            Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens),
+            model if isinstance(model, str) and model else str(payload["model"]),
+        )
+
+
+def _choice_texts(body: object) -> tuple[str, ...]:
+    """The message texts of a chat completion body, ordered by choice index."""
+    choices = body.get("choices") if isinstance(body, dict) else None
+    if not isinstance(choices, list) or not choices:
+        raise LLMBadResponseError(
+            f"response has no choices (got {type(body).__name__}: {str(body)[:120]!r})"
+        )
+    indexed: list[tuple[int, str]] = []
+    for position, choice in enumerate(choices):
+        if not isinstance(choice, dict):
+            raise LLMBadResponseError(f"choice {position} is not an object")
+        message = choice.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, str):
+            raise LLMBadResponseError(f"choice {position} has no text content")
+        index = choice.get("index")
+        indexed.append((index if isinstance(index, int) else position, content))
+    indexed.sort(key=lambda pair: pair[0])
+    return tuple(text for _, text in indexed)
