@@ -20,6 +20,7 @@ __all__ = [
     "content_tokens",
     "count_tokens",
     "detect_language",
+    "has_cjk",
     "is_cjk",
     "match_tokens",
     "normalize",
@@ -40,18 +41,30 @@ _CJK_RANGES = (
 )
 
 
+_CJK_CLASS = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _CJK_RANGES)
+_CJK_RE = re.compile(f"[{_CJK_CLASS}]")
+_LETTER_RE = re.compile(r"[^\W\d_]")
+
+
 def is_cjk(ch: str) -> bool:
     """True for a CJK ideograph (or kana/hangul) character."""
     cp = ord(ch)
+    if cp < 0x3040:
+        return False
     return any(lo <= cp <= hi for lo, hi in _CJK_RANGES)
+
+
+def has_cjk(text: str) -> bool:
+    """True when ``text`` contains at least one CJK character."""
+    return _CJK_RE.search(text) is not None
 
 
 def cjk_ratio(text: str) -> float:
     """Share of CJK characters among the letters of ``text`` (0.0 for text with no letters)."""
-    letters = [c for c in text if c.isalpha()]
-    if not letters:
+    n_letters = len(_LETTER_RE.findall(text))
+    if not n_letters:
         return 0.0
-    return sum(1 for c in letters if is_cjk(c)) / len(letters)
+    return len(_CJK_RE.findall(text)) / n_letters
 
 
 def detect_language(text: str) -> str:
@@ -59,11 +72,13 @@ def detect_language(text: str) -> str:
     return "zh" if cjk_ratio(text) > 0.2 else "en"
 
 
+_PUNCT_SYMBOL_RE = re.compile(r"[^\w\s]|_")
+
+
 def normalize(text: str) -> str:
-    """NFKC, lower case, punctuation to spaces, collapsed whitespace."""
+    """NFKC, lower case, punctuation and symbols to spaces, collapsed whitespace."""
     t = unicodedata.normalize("NFKC", text).lower()
-    t = "".join(" " if unicodedata.category(c).startswith(("P", "S")) else c for c in t)
-    return " ".join(t.split())
+    return " ".join(_PUNCT_SYMBOL_RE.sub(" ", t).split())
 
 
 # A Latin token: letters/digits, keeping inner apostrophes, hyphens, dots and commas in
@@ -77,7 +92,7 @@ def token_spans(text: str) -> list[tuple[int, int]]:
     for m in _LATIN_TOKEN.finditer(text):
         s, e = m.start(), m.end()
         seg = text[s:e]
-        if not any(is_cjk(c) for c in seg):
+        if _CJK_RE.search(seg) is None:
             spans.append((s, e))
             continue
         # split mixed runs: each CJK char is its own token, Latin runs stay together
@@ -103,7 +118,7 @@ def word_tokens(text: str) -> list[str]:
 
 def count_tokens(text: str) -> int:
     """Approximate model tokens: ~1.3 per Latin word, 1 per CJK character."""
-    n_cjk = sum(1 for c in text if is_cjk(c))
+    n_cjk = len(_CJK_RE.findall(text))
     n_words = len(_LATIN_TOKEN.findall(text))
     return n_cjk + round(n_words * 1.3)
 

@@ -1,0 +1,301 @@
+"""``ragtriage diagnose RUN_DIR_OR_traces.jsonl`` — RAGEC diagnoses of every trace.
+
+Writes ``diagnoses.jsonl`` (resumable: example ids already there are skipped; lines
+are appended and fsynced, a torn last line is dropped on the next start) and prints
+the triage tables. ``--dry-run`` estimates the LLM calls and tokens first and writes
+nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import TracebackType
+from typing import IO, TYPE_CHECKING
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ragtriage.config import PipelineConfig, load_config
+from ragtriage.errors import ConfigError, InputError
+from ragtriage.jsonl import iter_json_lines, read_done_ids, read_records, validation_to_input_error
+from ragtriage.llm import LedgerSummary, LLMRunner, run_sync
+from ragtriage.records import Diagnosis, Trace
+from ragtriage.report.aggregate import summarize
+from ragtriage.report.terminal import render_summary
+
+if TYPE_CHECKING:
+    from ragtriage.diagnosis.engine import Diagnoser
+
+__all__ = ["DIAGNOSES_FILE", "read_traces", "register", "resolve_input"]
+
+DIAGNOSES_FILE = "diagnoses.jsonl"
+_TRACES_FILE = "traces.jsonl"
+#: rules results are cheap to redo: fsync every this many lines (and at the end)
+_RULES_SYNC_EVERY = 256
+
+
+def resolve_input(source: Path) -> tuple[Path, Path]:
+    """``(traces file, default output directory)`` for a run directory or a file."""
+    if source.is_dir():
+        traces = source / _TRACES_FILE
+        if not traces.is_file():
+            raise InputError(f"no {_TRACES_FILE} in this run directory", path=str(source))
+        return traces, source
+    if not source.exists():
+        raise InputError("no such file or directory", path=str(source))
+    return source, source.parent
+
+
+def read_traces(path: Path) -> list[Trace]:
+    """All traces of a JSONL file; a duplicate example id is an error naming its line."""
+    traces: list[Trace] = []
+    seen: dict[str, int] = {}
+    for lineno, obj in iter_json_lines(path):
+        try:
+            trace = Trace.model_validate(obj)
+        except ValidationError as exc:
+            raise validation_to_input_error(exc, path=str(path), line=lineno) from exc
+        eid = trace.example.example_id
+        if eid in seen:
+            raise InputError(
+                f"duplicate example id {eid!r} (first seen on line {seen[eid]})",
+                path=str(path),
+                line=lineno,
+                field="example.example_id",
+            )
+        seen[eid] = lineno
+        traces.append(trace)
+    return traces
+
+
+class _Appender:
+    """Appends diagnosis lines to one file, fsyncing every ``sync_every`` lines."""
+
+    def __init__(self, path: Path, sync_every: int) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh: IO[str] = path.open("a", encoding="utf-8")
+        self._sync_every = sync_every
+        self._pending = 0
+
+    def add(self, diagnosis: Diagnosis) -> None:
+        self._fh.write(diagnosis.to_json() + "\n")
+        self._pending += 1
+        if self._pending >= self._sync_every:
+            self.sync()
+
+    def sync(self) -> None:
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        self._pending = 0
+
+    def __enter__(self) -> _Appender:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            self.sync()
+        finally:
+            self._fh.close()
+
+
+def _config(
+    config: Path | None, base_url: str | None, model: str | None, k: int | None
+) -> PipelineConfig:
+    cfg = load_config(config)
+    llm = cfg.llm.model_copy(
+        update={
+            key: value
+            for key, value in (("base_url", base_url), ("model", model))
+            if value is not None
+        }
+    )
+    diagnosis = cfg.diagnosis if k is None else cfg.diagnosis.model_copy(update={"k": k})
+    return cfg.model_copy(update={"llm": llm, "diagnosis": diagnosis})
+
+
+def _runner(cfg: PipelineConfig, *, dry_run: bool, no_cache: bool, cache: Path | None) -> LLMRunner:
+    if not cfg.llm.base_url:
+        raise ConfigError(
+            "--judge llm needs an OpenAI-compatible endpoint: set RAGTRIAGE_LLM_BASE_URL "
+            "(and RAGTRIAGE_LLM_MODEL), pass --base-url/--model, or set llm.base_url in "
+            "--config",
+            field="llm.base_url",
+        )
+    return LLMRunner.from_config(cfg.llm, cache_path=cache, use_cache=not no_cache, dry_run=dry_run)
+
+
+def _print_ledger(console: Console, ledger: LedgerSummary, *, estimate: bool) -> None:
+    total = ledger.total
+    if estimate:
+        console.print(
+            f"dry run: about {total.estimated_calls} LLM calls, "
+            f"{total.estimated_prompt_tokens} prompt + <= {total.estimated_completion_tokens} "
+            f"completion tokens (estimated cost {total.estimated_cost:.4f}); "
+            f"{total.cache_hits} sample(s) already cached",
+            highlight=False,
+        )
+    else:
+        console.print(
+            f"this session: {total.calls} LLM calls, {total.cache_hits} cached samples, "
+            f"{total.prompt_tokens} prompt + {total.completion_tokens} completion tokens, "
+            f"{total.failures} failed request(s), {total.retries} retries",
+            highlight=False,
+        )
+    for purpose, stats in ledger.by_purpose.items():
+        calls = stats.estimated_calls if estimate else stats.calls
+        tokens = (
+            stats.estimated_prompt_tokens + stats.estimated_completion_tokens
+            if estimate
+            else stats.prompt_tokens + stats.completion_tokens
+        )
+        console.print(
+            f"  {purpose}: {calls} calls, {stats.cache_hits} cached, {tokens} tokens",
+            highlight=False,
+        )
+
+
+async def _diagnose(
+    diagnoser: Diagnoser,
+    todo: list[Trace],
+    *,
+    out_path: Path | None,
+    concurrency: int,
+    progress: bool,
+    sync_every: int,
+) -> list[Diagnosis]:
+    err = Console(stderr=True)
+    columns = (
+        TextColumn("diagnosing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=err, disable=not progress, transient=True) as bar:
+        task = bar.add_task("diagnose", total=len(todo))
+        if out_path is None:
+
+            def tick(_d: Diagnosis) -> None:
+                bar.advance(task)
+
+            return await diagnoser.diagnose_many(todo, concurrency, on_result=tick)
+        with _Appender(out_path, sync_every) as appender:
+
+            def write(d: Diagnosis) -> None:
+                appender.add(d)
+                bar.advance(task)
+
+            return await diagnoser.diagnose_many(todo, concurrency, on_result=write)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("diagnose")
+    def diagnose(
+        source: Path = typer.Argument(
+            ..., help="Run directory (with traces.jsonl) or a traces JSONL file."
+        ),
+        judge: str = typer.Option("rules", "--judge", help="rules (offline) | llm"),
+        model: str | None = typer.Option(None, "--model", help="LLM model name (llm judge)."),
+        base_url: str | None = typer.Option(
+            None, "--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1"
+        ),
+        k: int | None = typer.Option(
+            None, "-k", "--k", min=1, help="Votes per error-type judgement (default 10)."
+        ),
+        strategy: str = typer.Option(
+            "ragec", "--strategy", help="ragec | single-step | stage-sequential"
+        ),
+        out: Path | None = typer.Option(
+            None, "--out", help="Output directory (default: the run directory)."
+        ),
+        dry_run: bool = typer.Option(
+            False, "--dry-run", help="Estimate LLM calls and tokens; call and write nothing."
+        ),
+        concurrency: int = typer.Option(8, "--concurrency", min=1, help="Traces in flight."),
+        config: Path | None = typer.Option(
+            None, "--config", help="Pipeline YAML/TOML (llm and diagnosis sections)."
+        ),
+        no_cache: bool = typer.Option(False, "--no-cache", help="Do not use the LLM cache."),
+        cache: Path | None = typer.Option(
+            None, "--cache", help="LLM cache file (default .ragtriage/llm_cache.sqlite)."
+        ),
+        progress: bool = typer.Option(
+            True, "--progress/--no-progress", help="Show a progress bar on stderr."
+        ),
+    ) -> None:
+        """Diagnose why answers are wrong: stage, error type (K votes) and advice.
+
+        Exit 2 on bad input or configuration.
+        """
+        # imported here so that `ragtriage --help` stays fast
+        from ragtriage.diagnosis.engine import JUDGES, Diagnoser
+        from ragtriage.diagnosis.strategies import STRATEGIES
+
+        if judge not in JUDGES:
+            raise InputError(f"expected one of {', '.join(JUDGES)}", field="--judge")
+        if strategy not in STRATEGIES:
+            raise InputError(f"expected one of {', '.join(STRATEGIES)}", field="--strategy")
+        traces_path, default_out = resolve_input(source)
+        cfg = _config(config, base_url, model, k)
+        runner = (
+            _runner(cfg, dry_run=dry_run, no_cache=no_cache, cache=cache)
+            if judge == "llm"
+            else None
+        )
+        console = Console()
+        try:
+            traces = read_traces(traces_path)
+            out_dir = out if out is not None else default_out
+            out_path = out_dir / DIAGNOSES_FILE
+            done = read_done_ids(out_path, "example_id") if out_path.exists() else set()
+            todo = [t for t in traces if t.example.example_id not in done]
+            if done:
+                console.print(
+                    f"resuming: {len(traces) - len(todo)} of {len(traces)} already diagnosed "
+                    f"in {out_path}",
+                    highlight=False,
+                )
+            diagnoser = Diagnoser(judge, strategy, cfg.diagnosis, runner)
+            show = progress and Console(stderr=True).is_terminal
+            if dry_run:
+                run_sync(
+                    _diagnose(
+                        diagnoser,
+                        todo,
+                        out_path=None,
+                        concurrency=concurrency,
+                        progress=show,
+                        sync_every=1,
+                    )
+                )
+                console.print(f"dry run over {len(todo)} trace(s); nothing written")
+                if runner is None:
+                    console.print("the rules judge makes no LLM calls")
+                else:
+                    _print_ledger(console, runner.ledger.summary(), estimate=True)
+                return
+            run_sync(
+                _diagnose(
+                    diagnoser,
+                    todo,
+                    out_path=out_path,
+                    concurrency=concurrency,
+                    progress=show,
+                    sync_every=1 if judge == "llm" else _RULES_SYNC_EVERY,
+                )
+            )
+            diagnoses = list(read_records(out_path, Diagnosis)) if out_path.exists() else []
+            render_summary(summarize(diagnoses, traces), console)
+            if runner is not None:
+                _print_ledger(console, runner.ledger.summary(), estimate=False)
+            console.print(f"wrote {out_path} ({len(todo)} new, {len(diagnoses)} total)")
+        finally:
+            if runner is not None:
+                run_sync(runner.aclose())

@@ -1,0 +1,438 @@
+"""Answer evaluation (seed 000, App. B.1): is the generated answer right?
+
+Labels follow Listing 3: ``correct | possible_correct | incorrect | abstain``.
+:func:`needs_diagnosis` decides which examples go on to stage attribution: incorrect
+answers, abstentions on answerable questions, and anything but an abstention on an
+unanswerable one.
+
+Two judges:
+
+* :func:`evaluate_rules` — offline and deterministic, English and Chinese:
+  abstention phrases, normalised exact match and containment, token F1/recall
+  (words for English, character bigrams for Chinese), keypoint coverage, and
+  agreement of numbers, dates and names between answer and ground truth.
+* :func:`evaluate_llm` — the Listing-3 prompt; an unreadable reply or a failed call
+  gives an undetermined :class:`~ragtriage.records.Judgement` with the reason.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ragtriage.config import DiagnosisConfig
+from ragtriage.diagnosis._calls import LLMCalls
+from ragtriage.diagnosis.facts import (
+    dates_match,
+    extract_dates,
+    extract_entities,
+    extract_quantities,
+    quantities_match,
+)
+from ragtriage.judge.parsing import parse_answer_label
+from ragtriage.judge.prompts import answer_eval_prompt, ground_truth_text
+from ragtriage.llm import LLMFailure
+from ragtriage.records import AnswerLabel, Example, Judgement, Trace
+from ragtriage.text import content_tokens, normalize, split_sentences
+
+__all__ = [
+    "AnswerFacts",
+    "answer_facts",
+    "evaluate_llm",
+    "evaluate_rules",
+    "is_abstention",
+    "needs_diagnosis",
+    "strip_citations",
+]
+
+# the CJK ranges of ragtriage.text.is_cjk, as one regex (a per-character loop is slow)
+_CJK = re.compile(
+    "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002a6df]"
+)
+_CITATION = re.compile(r"[\[【]\s*\d{1,3}(?:\s*[,，;-]\s*\d{1,3})*\s*[\]】]")
+#: names in the ground truth count as key facts only for ground truths this short
+_NAMES_MAX_TOKENS = 30
+
+# -- abstention -----------------------------------------------------------------------
+
+_EN_CUES = re.compile(
+    r"\b(?:"
+    r"i\s+(?:do\s*n[o']?t|don't|cannot|can't)\s+(?:know|say|tell|find|answer|determine)"
+    r"|i\s*(?:'m|am)\s+(?:not\s+sure|unable|sorry)"
+    r"|(?:not|insufficient|no)\s+(?:enough\s+)?(?:sufficient\s+)?(?:relevant\s+)?"
+    r"(?:information|info|data|details|context|evidence|mention)"
+    r"|(?:is|are|was|were)\s+not\s+(?:explicitly\s+|directly\s+|clearly\s+)?"
+    r"(?:mentioned|stated|specified|provided|given|available|found|included|addressed|"
+    r"disclosed|described|known|clear)"
+    r"|(?:does|do|did)\s*(?:n't|\s+not)\s+(?:explicitly\s+|directly\s+)?"
+    r"(?:provide|mention|specify|contain|include|state|say|give|indicate|disclose|"
+    r"address|describe|offer)"
+    r"|(?:cannot|can't|can\s+not|could\s+not|couldn't|unable\s+to|impossible\s+to|"
+    r"not\s+possible\s+to)\s+(?:be\s+)?(?:answer|determin|find|infer|conclud|identif|"
+    r"say|tell|know|provid|verif|confirm)\w*"
+    r"|unanswerable|no\s+answer|unknown|not\s+known"
+    r"|there\s+is\s+no\s+(?:information|mention|data|record|evidence)"
+    r")\b",
+    re.I,
+)
+_ZH_CUES = re.compile(
+    r"无法(?:回答|确定|得知|判断|知道|提供|找到|获取|获得|得出|从)|无从|不知道|不清楚|不确定|"
+    r"(?:没有|未|并未|并没有|未能)(?:提供|提到|提及|说明|明确|给出|找到|涉及|披露|记载|包含|显示)|"
+    r"(?:没有|缺乏|缺少|无)(?:相关|足够|具体|明确)?(?:的)?(?:信息|资料|数据|内容|记录|说明)|"
+    r"信息(?:不足|不够|有限)|找不到|未知"
+)
+# words that describe the material rather than answer the question
+_META = frozenset(
+    """context contexts document documents text texts passage passages provided given
+    information info data details detail source sources excerpt excerpts chunk chunks
+    question query answer specific specifically explicitly directly however therefore
+    unfortunately available mentioned sorry based regarding about""".split()
+)
+_ZH_META = (
+    "上下文",
+    "文档",
+    "文件",
+    "资料",
+    "信息",
+    "内容",
+    "材料",
+    "问题",
+    "提供",
+    "相关",
+    "具体",
+)
+_CLAUSE_SPLIT = re.compile(
+    r"[,;:，；：、]|\b(?:but|however|although|though|yet|while)\b|但是|但|然而|不过|虽然|尽管",
+    re.I,
+)
+
+
+def _has_cue(text: str) -> bool:
+    return bool(_EN_CUES.search(text) or _ZH_CUES.search(text))
+
+
+def _new_content(clause: str, known: set[str]) -> list[str]:
+    out = []
+    for tok in content_tokens(clause):
+        if tok in known or tok in _META:
+            continue
+        if any(m in tok for m in _ZH_META) or any(tok in m for m in _ZH_META):
+            continue
+        out.append(tok)
+    return out
+
+
+def is_abstention(answer: str, query: str = "") -> bool:
+    """True when the answer declines to answer.
+
+    An answer abstains when it contains an abstention phrase (English or Chinese) and
+    its clauses without such a phrase add at most two content words beyond the
+    question's — "The report does not mention it, but it was 2018" is an answer,
+    "The provided documents do not state when the council met." is an abstention.
+    """
+    text = answer.strip()
+    if not text:
+        return True
+    if not _has_cue(text):
+        return False
+    known = set(content_tokens(query))
+    extra: list[str] = []
+    for sentence in split_sentences(text) or []:
+        for clause in _CLAUSE_SPLIT.split(sentence.text):
+            if clause and clause.strip() and not _has_cue(clause):
+                extra.extend(_new_content(clause, known))
+    return len(set(extra)) <= 2
+
+
+# -- facts: numbers, dates, names -----------------------------------------------------
+
+
+def _contains(normalized_text: str, normalized_part: str) -> bool:
+    """``part`` occurs in ``text``: on word boundaries for Latin text, as a plain
+    substring when the part contains CJK characters (no spaces between words)."""
+    if not normalized_part:
+        return False
+    if _CJK.search(normalized_part):
+        return normalized_part in normalized_text
+    return f" {normalized_part} " in f" {normalized_text} "
+
+
+def _entity_in(entity: str, normalized_text: str) -> bool:
+    ne = normalize(entity)
+    if _contains(normalized_text, ne):
+        return True
+    # "M. Cooper" vs "Cooper": the last word of a multi-word English name suffices
+    words = ne.split()
+    return len(words) > 1 and len(words[-1]) > 2 and _contains(normalized_text, words[-1])
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerFacts:
+    """The measurements behind a rules verdict.
+
+    ``gt_values``/``values_hit``: numbers and dates stated by the ground truth, and
+    how many of them the answer states too; ``contradicted``: ground-truth values the
+    answer replaces by a different value of the same kind (another amount in the same
+    unit, another date); ``gt_names``/``names_hit`` likewise for named entities.
+    """
+
+    exact: bool
+    contained: bool
+    precision: float
+    recall: float
+    f1: float
+    gt_tokens: int
+    gt_values: tuple[str, ...]
+    values_hit: int
+    answer_values: tuple[str, ...]
+    contradicted: tuple[str, ...]
+    gt_names: tuple[str, ...]
+    names_hit: int
+    keypoint_coverage: float | None
+
+    @property
+    def value_conflict(self) -> bool:
+        """The answer states a different number or date where the ground truth has one."""
+        return bool(self.contradicted)
+
+
+@dataclass(frozen=True, slots=True)
+class _Values:
+    gt: tuple[str, ...]
+    hit: int
+    answer: tuple[str, ...]
+    contradicted: tuple[str, ...]
+
+
+def _values(gt: str, answer: str) -> _Values:
+    """Numbers and dates of the ground truth, how many the answer states too, and the
+    ones it *contradicts*: a ground-truth value the answer does not state while it
+    states a competing value of the same kind (same unit, or another date) that
+    matches nothing in the ground truth — "$45 million" where "$30 million" was due.
+    A value the answer merely leaves out is not a contradiction."""
+    gq, aq = extract_quantities(gt), extract_quantities(answer)
+    gd, ad = extract_dates(gt), extract_dates(answer)
+    stray_units = {a.unit for a in aq if not any(quantities_match(q, a) for q in gq)}
+    stray_date = any(not any(dates_match(d, a) for d in gd) for a in ad)
+    hit = 0
+    contradicted: list[str] = []
+    for q in gq:
+        if any(quantities_match(q, a) for a in aq):
+            hit += 1
+        elif q.unit in stray_units:
+            contradicted.append(q.raw)
+    for d in gd:
+        if any(dates_match(d, a) for a in ad):
+            hit += 1
+        elif stray_date:
+            contradicted.append(d.raw)
+    return _Values(
+        gt=tuple([q.raw for q in gq] + [d.raw for d in gd]),
+        hit=hit,
+        answer=tuple([q.raw for q in aq] + [d.raw for d in ad]),
+        contradicted=tuple(contradicted),
+    )
+
+
+def _overlap(answer: Counter[str], reference: Counter[str]) -> tuple[float, float, float]:
+    """(precision, recall, F1) of two token bags (0s when either is empty)."""
+    common = sum((answer & reference).values())
+    if not common:
+        return 0.0, 0.0, 0.0
+    p = common / sum(answer.values())
+    r = common / sum(reference.values())
+    return p, r, 2 * p * r / (p + r)
+
+
+def answer_facts(
+    answer: str,
+    ground_truth: str,
+    keypoints: Sequence[str] = (),
+    *,
+    values: _Values | None = None,
+) -> AnswerFacts:
+    """Overlap, containment, keypoint coverage and key-fact agreement of an answer.
+
+    Tokens are content words for English and character bigrams for Chinese
+    (:func:`ragtriage.text.content_tokens`); each text is tokenized once.
+    """
+    na, ng = normalize(answer), normalize(ground_truth)
+    answer_bag = Counter(content_tokens(answer))
+    gt_bag = Counter(content_tokens(ground_truth))
+    p, r, f1 = _overlap(answer_bag, gt_bag)
+    if values is None:
+        values = _values(ground_truth, answer)
+    gt_tokens = sum(gt_bag.values())
+    # names only count for short ground truths (see evaluate_rules)
+    names = tuple(extract_entities(ground_truth)) if gt_tokens <= _NAMES_MAX_TOKENS else ()
+    coverage: float | None = None
+    points = [(k, Counter(content_tokens(k))) for k in keypoints]
+    points = [(k, bag) for k, bag in points if bag]
+    if points:
+        covered = 0
+        for kp, bag in points:
+            if _contains(na, normalize(kp)):
+                covered += 1
+                continue
+            kv = _values(kp, answer)
+            if kv.gt and kv.hit < len(kv.gt):
+                continue
+            if _overlap(answer_bag, bag)[1] >= 0.6:
+                covered += 1
+        coverage = covered / len(points)
+    return AnswerFacts(
+        exact=bool(ng) and na == ng,
+        contained=bool(gt_bag) and _contains(na, ng),
+        precision=p,
+        recall=r,
+        f1=f1,
+        gt_tokens=gt_tokens,
+        gt_values=values.gt,
+        values_hit=values.hit,
+        answer_values=values.answer,
+        contradicted=values.contradicted,
+        gt_names=names,
+        names_hit=sum(1 for n in names if _entity_in(n, na)),
+        keypoint_coverage=coverage,
+    )
+
+
+def _judgement(example: Example, label: AnswerLabel, reason: str) -> Judgement:
+    return Judgement(example_id=example.example_id, label=label, reason=reason, judge="rules")
+
+
+def strip_citations(answer: str) -> str:
+    """The answer without citation markers such as ``[1]``, ``[2, 3]`` or ``【1】``."""
+    return (
+        " ".join(_CITATION.sub(" ", answer).split()) if "[" in answer or "【" in answer else answer
+    )
+
+
+def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Judgement:
+    """The offline judge. See the module docstring for the signals used."""
+    ans = strip_citations(answer).strip()
+    if not example.answerable:
+        if is_abstention(ans, example.query):
+            return _judgement(example, AnswerLabel.ABSTAIN, "abstained on an unanswerable question")
+        return _judgement(
+            example, AnswerLabel.INCORRECT, "answered a question the corpus cannot answer"
+        )
+    gt = example.answer.strip()
+    undecidable = Judgement(
+        example_id=example.example_id,
+        label=None,
+        judge="rules",
+        undetermined_reason="answer_evaluation: ground truth has no comparable content",
+    )
+    if not ans:
+        if not content_tokens(gt):
+            return undecidable
+        return _judgement(example, AnswerLabel.ABSTAIN, "empty answer")
+    na, ng = normalize(ans), normalize(gt)
+    if ng and na == ng:
+        return _judgement(example, AnswerLabel.CORRECT, "matches the ground truth")
+    if _has_cue(ans) and not _contains(na, ng) and is_abstention(ans, example.query):
+        if not content_tokens(gt):
+            return undecidable
+        return _judgement(example, AnswerLabel.ABSTAIN, "declines to answer")
+    values = _values(gt, ans)
+    if values.contradicted:  # decided without tokenizing: a different number or date
+        return _judgement(
+            example,
+            AnswerLabel.INCORRECT,
+            f"numbers/dates disagree: ground truth {_show(values.contradicted)}, "
+            f"answer {_show(values.answer)}",
+        )
+    facts = answer_facts(ans, gt, example.keypoints, values=values)
+    if facts.gt_tokens == 0:
+        return undecidable
+    reasons: list[str] = []
+    # completeness and overlap
+    if facts.contained:
+        label = AnswerLabel.CORRECT
+        reasons.append("contains the ground truth")
+    elif (facts.f1 >= config.correct_f1 and facts.recall >= 0.5) or facts.recall >= 0.8:
+        label = AnswerLabel.CORRECT
+        reasons.append(f"token F1 {facts.f1:.2f}, recall {facts.recall:.2f}")
+    elif facts.f1 >= config.possible_f1 or facts.recall >= 0.5:
+        label = AnswerLabel.POSSIBLE_CORRECT
+        reasons.append(f"partial overlap: token F1 {facts.f1:.2f}, recall {facts.recall:.2f}")
+    else:
+        label = AnswerLabel.INCORRECT
+        reasons.append(f"little overlap: token F1 {facts.f1:.2f}, recall {facts.recall:.2f}")
+    if facts.keypoint_coverage is not None and not facts.contained:
+        kp = facts.keypoint_coverage
+        kp_label = (
+            AnswerLabel.CORRECT
+            if kp >= 0.8
+            else AnswerLabel.POSSIBLE_CORRECT
+            if kp >= 0.5
+            else AnswerLabel.INCORRECT
+        )
+        reasons.append(f"keypoints covered {kp:.2f}")
+        label = kp_label
+    # key facts: numbers and dates always, names for short ground truths
+    n_names = len(facts.gt_names) if facts.gt_tokens <= _NAMES_MAX_TOKENS else 0
+    n_facts = len(facts.gt_values) + n_names
+    if n_facts:
+        hit = facts.values_hit + (facts.names_hit if n_names else 0)
+        share = hit / n_facts
+        # most of the wording but half the facts is partial; little of both is wrong
+        strong = facts.contained or facts.recall >= 0.8
+        if n_facts >= 2 and share <= 0.5 and label is not AnswerLabel.INCORRECT:
+            label = AnswerLabel.POSSIBLE_CORRECT if strong else AnswerLabel.INCORRECT
+            reasons.append(f"only {hit}/{n_facts} key facts (numbers, dates, names) present")
+        elif share < 1.0 and label is AnswerLabel.CORRECT:
+            label = AnswerLabel.POSSIBLE_CORRECT
+            reasons.append(f"{hit}/{n_facts} key facts present")
+    if _has_cue(ans) and label is AnswerLabel.CORRECT:
+        label = AnswerLabel.POSSIBLE_CORRECT
+        reasons.append("hedged")
+    return _judgement(example, label, "; ".join(reasons))
+
+
+def _show(values: tuple[str, ...]) -> str:
+    return "{" + ", ".join(list(dict.fromkeys(values))[:6]) + "}"
+
+
+def needs_diagnosis(example: Example, label: AnswerLabel) -> bool:
+    """Whether an answer with ``label`` is a failure to diagnose: incorrect answers;
+    abstentions on answerable questions; anything but an abstention (or an answer
+    judged equivalent to "unable to answer") on an unanswerable one."""
+    if not example.answerable:
+        return label not in (AnswerLabel.ABSTAIN, AnswerLabel.CORRECT)
+    return label in (AnswerLabel.INCORRECT, AnswerLabel.ABSTAIN)
+
+
+async def evaluate_llm(trace: Trace, calls: LLMCalls) -> Judgement:
+    """The Listing-3 judge; undetermined (with the reason) on failure or bad reply."""
+    ex = trace.example
+    cm = trace.chunk_map()
+    cited = [cm[c].text for c in trace.citations if c in cm]
+    prompt = answer_eval_prompt(
+        ex.query,
+        ground_truth_text(ex.answer, ex.answerable, ex.keypoints),
+        trace.answer.strip() or "(empty answer)",
+        cited,
+    )
+    outcome = await calls.one(prompt, purpose="answer_eval", max_tokens=160)
+    if isinstance(outcome, LLMFailure):
+        return Judgement(
+            example_id=ex.example_id,
+            label=None,
+            judge="llm",
+            undetermined_reason=f"answer_evaluation: LLM call failed: {outcome.reason}",
+        )
+    parsed = parse_answer_label(outcome.text)
+    if parsed is None:
+        snippet = " ".join(outcome.text.split())[:80]
+        return Judgement(
+            example_id=ex.example_id,
+            label=None,
+            judge="llm",
+            undetermined_reason=f"answer_evaluation: unreadable LLM reply {snippet!r}",
+        )
+    label, reason = parsed
+    return Judgement(example_id=ex.example_id, label=label, reason=reason, judge="llm")

@@ -1,0 +1,192 @@
+"""Concept coverage of the GT chunks: chunking vs retrieval (seed 000, App. B.2.4).
+
+The query's concepts (Listing 5) are checked against the GT chunks (Listing 6); the
+coverage is the share of concepts found in at least one GT chunk. Offline, the
+rules in :mod:`ragtriage.diagnosis.facts` extract concepts (noun phrases, named
+entities, numbers, dates) and match them fuzzily. With an LLM, concepts come from
+one extraction call and containment from ONE batched call over all concepts x all GT
+chunks (the paper made one call per concept; ``batched=False`` reproduces that).
+Whatever the LLM leaves undecided is decided offline and the note says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ragtriage.diagnosis._calls import LLMCalls
+from ragtriage.diagnosis.facts import concept_in_text, extract_concepts
+from ragtriage.judge.parsing import (
+    parse_concept_list,
+    parse_containment,
+    parse_containment_batched,
+)
+from ragtriage.judge.prompts import (
+    ChunkView,
+    alias,
+    concept_containment_batched_prompt,
+    concept_containment_prompt,
+    concept_extraction_prompt,
+)
+from ragtriage.llm import LLMFailure
+from ragtriage.records import Trace
+
+__all__ = [
+    "ConceptCoverage",
+    "concept_hits_rules",
+    "coverage_of",
+    "gt_views",
+    "llm_concept_coverage",
+    "rules_concept_coverage",
+]
+
+_MAX_CONCEPTS = 20
+
+
+@dataclass(frozen=True, slots=True)
+class ConceptCoverage:
+    """Concepts, which GT chunks hold each, and the covered share (``None`` when it
+    cannot be measured: no concepts, or no GT chunk text)."""
+
+    concepts: tuple[str, ...]
+    hits: Mapping[str, tuple[str, ...]]
+    coverage: float | None
+    method: str
+    note: str = ""
+    missing_text: tuple[str, ...] = field(default=())
+
+
+def gt_views(trace: Trace, gt_ids: Sequence[str]) -> tuple[list[ChunkView], tuple[str, ...]]:
+    """The GT chunks that have text in the trace (as judge views), and the ids without."""
+    cm = trace.chunk_map()
+    views: list[ChunkView] = []
+    missing: list[str] = []
+    for cid in gt_ids:
+        c = cm.get(cid)
+        if c is None:
+            missing.append(cid)
+        else:
+            views.append(ChunkView(alias(len(views)), cid, c.text, c.doc_id))
+    return views, tuple(missing)
+
+
+def coverage_of(concepts: Sequence[str], hits: Mapping[str, Sequence[str]]) -> float | None:
+    """Share of concepts held by at least one chunk; ``None`` without concepts."""
+    if not concepts:
+        return None
+    return sum(1 for c in concepts if hits.get(c)) / len(concepts)
+
+
+def concept_hits_rules(
+    concepts: Sequence[str], views: Sequence[ChunkView]
+) -> dict[str, tuple[str, ...]]:
+    """Offline Listing 6: ``{concept: ids of chunks containing it}``."""
+    return {c: tuple(v.chunk_id for v in views if concept_in_text(c, v.text)) for c in concepts}
+
+
+def _finish(
+    concepts: Sequence[str],
+    hits: Mapping[str, tuple[str, ...]],
+    views: Sequence[ChunkView],
+    missing: tuple[str, ...],
+    method: str,
+    notes: list[str],
+) -> ConceptCoverage:
+    if missing:
+        notes.append(f"{len(missing)} GT chunk(s) have no text in the trace")
+    coverage = coverage_of(concepts, hits) if views else None
+    if not views:
+        notes.append("no GT chunk text to check concepts against")
+    elif not concepts:
+        notes.append("no concepts extracted from the query")
+    return ConceptCoverage(
+        concepts=tuple(concepts),
+        hits=dict(hits),
+        coverage=coverage,
+        method=method,
+        note="; ".join(notes),
+        missing_text=missing,
+    )
+
+
+def rules_concept_coverage(trace: Trace, gt_ids: Sequence[str]) -> ConceptCoverage:
+    """Offline concept coverage of the GT chunks."""
+    views, missing = gt_views(trace, gt_ids)
+    concepts = _dedupe(extract_concepts(trace.example.query))
+    return _finish(concepts, concept_hits_rules(concepts, views), views, missing, "rules", [])
+
+
+def _dedupe(concepts: Sequence[str]) -> list[str]:
+    seen: set[str] = set()
+    out: list[str] = []
+    for c in concepts:
+        key = c.strip().casefold()
+        if key and key not in seen:
+            seen.add(key)
+            out.append(c.strip())
+    return out[:_MAX_CONCEPTS]
+
+
+async def llm_concept_coverage(
+    trace: Trace, gt_ids: Sequence[str], calls: LLMCalls, *, batched: bool = True
+) -> ConceptCoverage:
+    """Concepts by one LLM call (Listing 5), containment by one batched call (or one
+    call per concept when ``batched=False``, the paper's protocol, Listing 6)."""
+    views, missing = gt_views(trace, gt_ids)
+    notes: list[str] = []
+    extracted = await calls.one(
+        concept_extraction_prompt(trace.example.query), purpose="concepts", max_tokens=256
+    )
+    concepts: list[str] = []
+    if isinstance(extracted, LLMFailure):
+        notes.append(f"concept extraction failed ({extracted.reason}); rules used")
+    else:
+        concepts = _dedupe(parse_concept_list(extracted.text))
+        if not concepts:
+            notes.append("LLM listed no concepts; rules used")
+    if not concepts:
+        concepts = _dedupe(extract_concepts(trace.example.query))
+    if not concepts or not views:
+        return _finish(concepts, {}, views, missing, "llm", notes)
+
+    decided: dict[str, tuple[str, ...]] = {}
+    by_alias = {v.alias: v.chunk_id for v in views}
+    aliases = [v.alias for v in views]
+    if batched:
+        reply = await calls.one(
+            concept_containment_batched_prompt(concepts, views),
+            purpose="concept_containment",
+            max_tokens=16 + 12 * len(concepts) + 4 * len(views) * len(concepts),
+        )
+        if isinstance(reply, LLMFailure):
+            notes.append(f"containment call failed ({reply.reason})")
+        else:
+            table = parse_containment_batched(reply.text, len(concepts), aliases)
+            for idx, found in table.items():
+                decided[concepts[idx]] = tuple(v.chunk_id for v in views if v.alias in found)
+    else:
+        replies = await asyncio.gather(
+            *(
+                calls.one(
+                    concept_containment_prompt(c, views),
+                    purpose="concept_containment",
+                    max_tokens=16 + 8 * len(views),
+                )
+                for c in concepts
+            )
+        )
+        for c, reply in zip(concepts, replies, strict=True):
+            if isinstance(reply, LLMFailure):
+                continue
+            marks = parse_containment(reply.text, aliases)
+            if len(marks) == len(aliases):
+                decided[c] = tuple(by_alias[a] for a in aliases if marks[a])
+    undecided = [c for c in concepts if c not in decided]
+    if undecided:
+        notes.append(f"{len(undecided)}/{len(concepts)} concept(s) checked by rules")
+        decided.update(concept_hits_rules(undecided, views))
+    method = (
+        "llm" if not undecided else ("llm+rules" if len(undecided) < len(concepts) else "rules")
+    )
+    return _finish(concepts, decided, views, missing, method, notes)

@@ -1,0 +1,225 @@
+"""The RAGEC diagnosis engine: trace in, :class:`~ragtriage.records.Diagnosis` out.
+
+::
+
+    diagnoser = Diagnoser("rules")                       # offline, deterministic
+    diagnoser = Diagnoser("llm", llm=LLMRunner(client, cfg.llm, cache=...))
+    diagnosis = await diagnoser.diagnose(trace)
+    diagnoses = await diagnoser.diagnose_many(traces, concurrency=8)
+
+Steps (seed 000, §5): answer evaluation (B.1) → only failures go on → stage and
+error-type votes by the chosen strategy (B.2-B.4) → mode / second mode / frequency →
+advice for the modal types. Every step that cannot decide leaves the diagnosis
+``undetermined`` with a ``"step: cause"`` reason; nothing is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+from ragtriage.config import DiagnosisConfig
+from ragtriage.diagnosis._calls import LLMCalls, RequestOptions
+from ragtriage.diagnosis.advice import advice_for
+from ragtriage.diagnosis.answer_eval import evaluate_llm, evaluate_rules, needs_diagnosis
+from ragtriage.diagnosis.strategies import (
+    STRATEGIES,
+    Attribution,
+    CostOptions,
+    Strategy,
+    StrategyEnv,
+    attribute,
+)
+from ragtriage.diagnosis.votes import summarize_votes
+from ragtriage.errors import ConfigError, InputError
+from ragtriage.llm import LLMRunner
+from ragtriage.records import Diagnosis, ErrorType, Judgement, LLMUsage, Trace
+
+__all__ = ["JUDGES", "Diagnoser", "Judge", "advice_texts"]
+
+Judge = Literal["rules", "llm"]
+JUDGES: tuple[Judge, ...] = ("rules", "llm")
+
+
+def advice_texts(mode: ErrorType | None, second: ErrorType | None) -> list[str]:
+    """The actions advised for the modal type, then for the second mode (deduplicated)."""
+    out: list[str] = []
+    for t in (mode, second):
+        if t is not None:
+            out.extend(advice_for(t).actions)
+    return list(dict.fromkeys(a for a in out if a.strip()))
+
+
+class Diagnoser:
+    """Diagnoses traces with the rules or the LLM judge and one of three strategies.
+
+    ``options`` picks the LLM judge's cost savers (default: all on; see
+    :class:`~ragtriage.diagnosis.strategies.CostOptions`). The runner's own cache,
+    ledger and dry-run mode apply to every call.
+    """
+
+    def __init__(
+        self,
+        judge: Judge = "rules",
+        strategy: Strategy = "ragec",
+        config: DiagnosisConfig | None = None,
+        llm: LLMRunner | None = None,
+        *,
+        options: CostOptions | None = None,
+        vote_temperature: float = 1.0,
+    ) -> None:
+        if judge not in JUDGES:
+            raise InputError(f"unknown judge {judge!r}; expected one of {JUDGES}", field="judge")
+        if strategy not in STRATEGIES:
+            raise InputError(
+                f"unknown strategy {strategy!r}; expected one of {STRATEGIES}", field="strategy"
+            )
+        if judge == "llm" and llm is None:
+            raise ConfigError(
+                "the LLM judge needs an OpenAI-compatible endpoint: set RAGTRIAGE_LLM_BASE_URL "
+                "and RAGTRIAGE_LLM_MODEL (or llm.base_url / llm.model in the config)",
+                field="llm.base_url",
+            )
+        self._judge: Judge = judge
+        self._strategy: Strategy = strategy
+        self._config = config if config is not None else DiagnosisConfig()
+        self._llm = llm
+        self._options = options if options is not None else CostOptions()
+        self._request_options = RequestOptions(
+            n_sampling=self._options.n_sampling,
+            vote_temperature=vote_temperature,
+            seed=self._config.seed,
+        )
+
+    @property
+    def judge(self) -> Judge:
+        return self._judge
+
+    @property
+    def strategy(self) -> Strategy:
+        return self._strategy
+
+    @property
+    def config(self) -> DiagnosisConfig:
+        return self._config
+
+    async def diagnose(self, trace: Trace) -> Diagnosis:
+        """Diagnose one trace (never raises for LLM failures: those become
+        undetermined steps)."""
+        calls = (
+            LLMCalls(self._llm, self._request_options)
+            if self._judge == "llm" and self._llm is not None
+            else None
+        )
+        ex = trace.example
+        if calls is None:
+            judgement = evaluate_rules(ex, trace.answer, self._config)
+        else:
+            judgement = await evaluate_llm(trace, calls)
+            if judgement.label is None and calls.dry_run:
+                # a dry run pays nothing: follow the path the rules judge would take so
+                # that the later steps' calls get estimated too
+                judgement = evaluate_rules(ex, trace.answer, self._config)
+        if judgement.label is None:
+            return self._record(trace, judgement, calls, needs=False)
+        if not needs_diagnosis(ex, judgement.label):
+            return self._record(trace, judgement, calls, needs=False)
+        env = StrategyEnv(self._judge, self._config, calls, self._options)
+        attribution = await attribute(self._strategy, env, trace, judgement.label)
+        return self._record(trace, judgement, calls, needs=True, attribution=attribution)
+
+    async def diagnose_many(
+        self,
+        traces: Sequence[Trace],
+        concurrency: int = 8,
+        on_result: Callable[[Diagnosis], None] | None = None,
+    ) -> list[Diagnosis]:
+        """Diagnose many traces, at most ``concurrency`` at a time; results in input
+        order. ``on_result`` is called as each diagnosis completes (for progress bars
+        and resumable appends)."""
+        if concurrency < 1:
+            raise InputError("concurrency must be >= 1", field="concurrency")
+        results: list[Diagnosis | None] = [None] * len(traces)
+        if self._judge == "rules":
+            # nothing to wait for: avoid the task overhead
+            for i, trace in enumerate(traces):
+                results[i] = d = await self.diagnose(trace)
+                if on_result is not None:
+                    on_result(d)
+            return [d for d in results if d is not None]
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(i: int, trace: Trace) -> None:
+            async with gate:
+                d = await self.diagnose(trace)
+            results[i] = d
+            if on_result is not None:
+                on_result(d)
+
+        await asyncio.gather(*(one(i, t) for i, t in enumerate(traces)))
+        return [d for d in results if d is not None]
+
+    def _record(
+        self,
+        trace: Trace,
+        judgement: Judgement,
+        calls: LLMCalls | None,
+        *,
+        needs: bool,
+        attribution: Attribution | None = None,
+    ) -> Diagnosis:
+        ex = trace.example
+        usage = calls.usage() if calls is not None else LLMUsage()
+        if attribution is None:
+            return Diagnosis(
+                example_id=ex.example_id,
+                trace_id=trace.trace_id,
+                run_id=trace.run_id,
+                judge=self._judge,
+                strategy=self._strategy,
+                answer_label=judgement.label,
+                answer_reason=judgement.reason,
+                needs_diagnosis=needs,
+                undetermined=judgement.label is None,
+                undetermined_reason=judgement.undetermined_reason,
+                usage=usage,
+                label=ex.label,
+            )
+        a = attribution
+        summary = summarize_votes(a.votes)
+        evidence = list(a.evidence)
+        if a.votes:
+            evidence.append(summary.describe())
+        reason: str | None = None
+        if a.stage is None:
+            reason = a.stage_reason
+        elif summary.mode is None:
+            why = "no votes" if not a.votes else f"all {summary.k} votes undetermined"
+            reason = f"type_classification: {why}"
+        return Diagnosis(
+            example_id=ex.example_id,
+            trace_id=trace.trace_id,
+            run_id=trace.run_id,
+            judge=self._judge,
+            strategy=self._strategy,
+            answer_label=judgement.label,
+            answer_reason=judgement.reason,
+            needs_diagnosis=True,
+            stage=a.stage,
+            stage_reason=a.stage_reason,
+            gt_chunk_ids=list(a.gt.ids) if a.gt is not None else [],
+            gt_chunk_source=a.gt.source if a.gt is not None else None,
+            concept_coverage=a.coverage.coverage if a.coverage is not None else None,
+            concepts=list(a.coverage.concepts) if a.coverage is not None else [],
+            error_type=summary.mode,
+            second_type=summary.second,
+            mode_frequency=summary.mode_frequency,
+            votes=list(summary.votes),
+            evidence=evidence,
+            advice=advice_texts(summary.mode, summary.second),
+            undetermined=reason is not None,
+            undetermined_reason=reason,
+            usage=usage,
+            label=ex.label,
+        )

@@ -1,0 +1,1743 @@
+"""Offline fact extraction for English and Chinese text: quantities, dates, entities,
+query concepts, and concept matching.
+
+These pure functions are the deterministic stand-ins for two LLM prompts of RAGEC
+(seed 000, App. B.2.4): concept extraction (Listing 5) becomes :func:`extract_concepts`
+and the "is this concept in this excerpt" judgement (Listing 6) becomes
+:func:`concept_in_text`. The rules judge for error types also uses the extractors to
+compare the numbers, dates and names of an answer with its context and ground truth.
+
+Offsets (``start``/``end``) always refer to the text passed in. Full-width digits,
+letters and symbols are folded to ASCII one character for one character, so offsets
+survive the folding.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+from rapidfuzz import fuzz
+
+from ragtriage.text import STOPWORDS_EN, is_cjk
+
+__all__ = [
+    "DateMention",
+    "Quantity",
+    "Support",
+    "concept_in_text",
+    "content_support",
+    "dates_match",
+    "extract_concepts",
+    "extract_dates",
+    "extract_entities",
+    "extract_quantities",
+    "key_terms",
+    "normalize",
+    "quantities_match",
+]
+
+# --------------------------------------------------------------------------- folding
+
+_FOLD = str.maketrans(
+    {chr(c): chr(c - 0xFEE0) for c in range(0xFF01, 0xFF5F) if c != 0xFF0C} | {"\u3000": " "}
+)
+
+
+_RE_FULL_WIDTH = re.compile("[\uff01-\uff5e\u3000]")
+
+
+@lru_cache(maxsize=4096)
+def _fold(text: str) -> str:
+    """Full-width ASCII forms to ASCII (same length, so offsets are kept)."""
+    return text.translate(_FOLD) if _RE_FULL_WIDTH.search(text) else text
+
+
+_RE_NON_WORD = re.compile(r"[\W_]+")
+
+
+def normalize(text: str) -> str:
+    """NFKC, lower case, punctuation and symbols to single spaces (fast, regex-based;
+    equivalent to :func:`ragtriage.text.normalize` for letters, digits and CJK)."""
+    return _RE_NON_WORD.sub(" ", unicodedata.normalize("NFKC", text).lower()).strip()
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True, slots=True)
+class Quantity:
+    """A number mentioned in text, with its scale applied and a canonical unit.
+
+    ``unit`` is one of ``""`` (a plain count), ``"%"``, a currency code in lower case
+    (``"usd"``, ``"cny"``, ...), a time unit (``"year"``, ``"month"``, ``"day"``, ...),
+    ``"x"`` (times/倍) or a physical unit (``"kg"``, ``"km"``, ...).
+    """
+
+    value: float
+    unit: str
+    raw: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class DateMention:
+    """A calendar reference; missing parts are ``None``. ``quarter`` is 1-4 when the
+    text names a quarter ("Q3 2021", "2021年第三季度")."""
+
+    year: int | None
+    month: int | None
+    day: int | None
+    raw: str
+    start: int
+    end: int
+    quarter: int | None = None
+
+
+# --------------------------------------------------------------------------- numbers
+
+_ZH_DIGITS = {
+    "零": 0,
+    "〇": 0,
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+}
+_ZH_SMALL = {"十": 10, "百": 100, "千": 1000}
+_ZH_BIG = {"万": 10_000, "亿": 100_000_000}
+_ZH_DIGIT_CHARS = "零〇一二两三四五六七八九"
+_ZH_NUM_CHARS = _ZH_DIGIT_CHARS + "十百千万亿"
+
+_EN_SMALL = {
+    "zero": 0,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "thirteen": 13,
+    "fourteen": 14,
+    "fifteen": 15,
+    "sixteen": 16,
+    "seventeen": 17,
+    "eighteen": 18,
+    "nineteen": 19,
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "sixty": 60,
+    "seventy": 70,
+    "eighty": 80,
+    "ninety": 90,
+}
+_EN_SCALE = {
+    "hundred": 100,
+    "thousand": 1_000,
+    "million": 1_000_000,
+    "billion": 1_000_000_000,
+    "trillion": 1_000_000_000_000,
+}
+_EN_WORD = "|".join(sorted([*_EN_SMALL, *_EN_SCALE], key=len, reverse=True))
+
+# scale words after a number; "m"/"b"/"k" only count after a currency sign
+_SCALES: dict[str, float] = {
+    "thousand": 1e3,
+    "million": 1e6,
+    "billion": 1e9,
+    "trillion": 1e12,
+    "mn": 1e6,
+    "mln": 1e6,
+    "bn": 1e9,
+    "k": 1e3,
+    "m": 1e6,
+    "b": 1e9,
+    "万亿": 1e12,
+    "千亿": 1e11,
+    "百亿": 1e10,
+    "十亿": 1e9,
+    "千万": 1e7,
+    "百万": 1e6,
+    "十万": 1e5,
+    "万": 1e4,
+    "亿": 1e8,
+}
+_AMBIGUOUS_SCALES = frozenset({"k", "m", "b"})
+
+# unit spelling -> canonical unit; matched case-insensitively, longest first
+_UNITS: dict[str, str] = {
+    "%": "%",
+    "percent": "%",
+    "per cent": "%",
+    "percentage points": "%",
+    "percentage point": "%",
+    "pct": "%",
+    "个百分点": "%",
+    "百分点": "%",
+    "usd": "usd",
+    "us dollars": "usd",
+    "dollars": "usd",
+    "dollar": "usd",
+    "美元": "usd",
+    "rmb": "cny",
+    "cny": "cny",
+    "yuan": "cny",
+    "人民币元": "cny",
+    "人民币": "cny",
+    "元": "cny",
+    "块": "cny",
+    "hkd": "hkd",
+    "港元": "hkd",
+    "港币": "hkd",
+    "eur": "eur",
+    "euros": "eur",
+    "euro": "eur",
+    "欧元": "eur",
+    "gbp": "gbp",
+    "pounds": "gbp",
+    "英镑": "gbp",
+    "jpy": "jpy",
+    "yen": "jpy",
+    "日元": "jpy",
+    "years": "year",
+    "year": "year",
+    "yrs": "year",
+    "年": "year",
+    "周岁": "year",
+    "岁": "year",
+    "months": "month",
+    "month": "month",
+    "个月": "month",
+    "weeks": "week",
+    "week": "week",
+    "周": "week",
+    "星期": "week",
+    "days": "day",
+    "day": "day",
+    "天": "day",
+    "hours": "hour",
+    "hour": "hour",
+    "小时": "hour",
+    "minutes": "minute",
+    "minute": "minute",
+    "分钟": "minute",
+    "times": "x",
+    "fold": "x",
+    "倍": "x",
+    "kg": "kg",
+    "kilograms": "kg",
+    "公斤": "kg",
+    "千克": "kg",
+    "tons": "t",
+    "tonnes": "t",
+    "吨": "t",
+    "km": "km",
+    "kilometers": "km",
+    "kilometres": "km",
+    "公里": "km",
+    "square meters": "m2",
+    "square metres": "m2",
+    "sq m": "m2",
+    "平方米": "m2",
+    "亩": "mu",
+    "mg": "mg",
+    "毫克": "mg",
+    "ml": "ml",
+    "毫升": "ml",
+    # counted things: unit-less counts
+    "people": "",
+    "persons": "",
+    "employees": "",
+    "shares": "",
+    "人": "",
+    "名": "",
+    "位": "",
+    "家": "",
+    "个": "",
+    "次": "",
+    "项": "",
+    "股": "",
+    "件": "",
+    "台": "",
+    "辆": "",
+    "条": "",
+    "例": "",
+    "所": "",
+    "座": "",
+    "份": "",
+    "张": "",
+    "种": "",
+    "起": "",
+}
+# a lone Chinese numeral character ("一", "三") only counts before one of these
+_ZH_MEASURE = frozenset(
+    "人名位家个次项股件台辆条例所座份张种起年岁周天倍元吨亩块层支只批笔届期轮场"
+)
+_ZH_MEASURE_WORDS = ("小时", "分钟", "个月", "万", "亿", "千", "百")
+
+_CURRENCY_PREFIX: dict[str, str] = {
+    "us$": "usd",
+    "hk$": "hkd",
+    "a$": "aud",
+    "c$": "cad",
+    "$": "usd",
+    "£": "gbp",
+    "€": "eur",
+    "¥": "cny",
+    "￥": "cny",
+    "rmb": "cny",
+    "cny": "cny",
+    "usd": "usd",
+    "eur": "eur",
+    "gbp": "gbp",
+    "hkd": "hkd",
+    "jpy": "jpy",
+}
+
+
+def _alt(words: Iterable[str]) -> str:
+    out = []
+    for w in sorted(words, key=len, reverse=True):
+        esc = re.escape(w).replace(r"\ ", r"\s+")
+        # Latin words need a right boundary; CJK and symbols do not
+        out.append(esc + (r"(?![A-Za-z])" if w[-1].isascii() and w[-1].isalpha() else ""))
+    return "|".join(out)
+
+
+_RE_SUFFIX = re.compile(
+    rf"[ \t]?(?P<scale>{_alt(_SCALES)})?[ \t]?(?:(?P<unit>{_alt(_UNITS)}))?",
+    re.IGNORECASE,
+)
+#: last characters of the currency prefixes ($, £, RMB, USD, CNY, EUR, GBP, ...)
+_PREFIX_LAST_CHARS = frozenset("$£€¥￥BDYRPbdyrp")
+_RE_PREFIX = re.compile(
+    r"(?:US\$|HK\$|A\$|C\$|\$|£|€|¥|￥|RMB|CNY|USD|EUR|GBP|HKD|JPY)[ \t]?$", re.IGNORECASE
+)
+# Arabic numbers: 1,234,567.89 / 1234.5 / .5 is not supported on purpose
+_RE_DIGITS = re.compile(
+    r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\d)(?!\.\d)"
+    r"(?!(?:st|nd|rd|th)\b)"
+)
+_RE_ZH_NUM = re.compile(
+    rf"(?:[{_ZH_DIGIT_CHARS}]|十)[{_ZH_NUM_CHARS}]*(?:点[{_ZH_DIGIT_CHARS}]+[十百千万亿]*)?"
+)
+_RE_ZH_PERCENT = re.compile(
+    rf"百分之(?P<n>[{_ZH_NUM_CHARS}]+(?:点[{_ZH_DIGIT_CHARS}]+)?|\d+(?:\.\d+)?)"
+)
+
+
+def _parse_zh_int(s: str) -> float:
+    """Value of a Chinese numeral such as 三百二十五, 一万二千, 二〇一九, 三亿五千万."""
+    total = 0.0
+    sec = 0.0
+    num = 0.0
+    prev_digit = False
+    for ch in s:
+        if ch in _ZH_DIGITS:
+            d = _ZH_DIGITS[ch]
+            num = num * 10 + d if prev_digit else d
+            prev_digit = True
+            continue
+        prev_digit = False
+        if ch in _ZH_SMALL:
+            sec += (num if num else 1) * _ZH_SMALL[ch]
+            num = 0
+        elif ch in _ZH_BIG:
+            unit = _ZH_BIG[ch]
+            cur = sec + num
+            if 0 < total < unit:
+                total = (total + cur) * unit
+            else:
+                total += (cur if cur else 1) * unit
+            sec = 0
+            num = 0
+    return total + sec + num
+
+
+def _parse_zh_number(s: str) -> float:
+    """Chinese numeral with an optional 点 decimal part and trailing scale (三点五亿)."""
+    if "点" not in s:
+        return _parse_zh_int(s)
+    left, right = s.split("点", 1)
+    frac_digits = ""
+    i = 0
+    while i < len(right) and right[i] in _ZH_DIGITS:
+        frac_digits += str(_ZH_DIGITS[right[i]])
+        i += 1
+    value = _parse_zh_int(left) + (float("0." + frac_digits) if frac_digits else 0.0)
+    for ch in right[i:]:
+        value *= _ZH_SMALL.get(ch, _ZH_BIG.get(ch, 1))
+    return value
+
+
+def _parse_en_words(s: str) -> float | None:
+    total = 0.0
+    current = 0.0
+    seen = False
+    for word in re.split(r"[\s\-]+", s.lower()):
+        if not word or word == "and":
+            continue
+        if word in _EN_SMALL:
+            current += _EN_SMALL[word]
+            seen = True
+        elif word == "hundred":
+            current = (current if current else 1) * 100
+            seen = True
+        elif word in _EN_SCALE:
+            total += (current if current else 1) * _EN_SCALE[word]
+            current = 0
+            seen = True
+    return total + current if seen else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Core:
+    value: float
+    start: int
+    end: int
+    allow_scale: bool  # digits take a following scale word; Chinese numerals carry their own
+
+
+_RE_LATIN_RUN = re.compile(r"[A-Za-z]+")
+_EN_NUMBER_WORDS = frozenset([*_EN_SMALL, *_EN_SCALE])
+_EN_SCALE_WORDS = frozenset(_EN_SCALE)
+_TOKENS_OF_INTEREST = frozenset(
+    [
+        *_EN_NUMBER_WORDS,
+        "and",
+        *"january february march april may june july august september october november "
+        "december jan feb mar apr jun jul aug sep sept oct nov dec".split(),
+    ]
+)
+
+
+@lru_cache(maxsize=4096)
+def _latin_tokens(t: str) -> tuple[tuple[int, int, str], ...]:
+    """(start, end, lower-cased word) of the runs of ASCII letters that are number words,
+    "and", or month names: one scan of the text shared by both finders. Words in between
+    are left out, so two kept tokens are adjacent only if the text between them is
+    blank or a hyphen."""
+    return tuple(
+        (m.start(), m.end(), low)
+        for m in _RE_LATIN_RUN.finditer(t)
+        if (low := m.group().lower()) in _TOKENS_OF_INTEREST
+    )
+
+
+def _en_number_words(t: str) -> list[_Core]:
+    """English number words, grouped: "twenty-five", "two hundred and five"."""
+    toks = _latin_tokens(t)
+    cores: list[_Core] = []
+    i = 0
+    n = len(toks)
+    while i < n:
+        s, e, low = toks[i]
+        if low not in _EN_NUMBER_WORDS:
+            i += 1
+            continue
+        j = i
+        end = e
+        while j + 1 < n:
+            ns, ne, nlow = toks[j + 1]
+            gap = t[end:ns]
+            if nlow in _EN_NUMBER_WORDS and gap in (" ", "-", "\t"):
+                j += 1
+                end = ne
+                continue
+            if (
+                nlow == "and"
+                and toks[j][2] in _EN_SCALE_WORDS
+                and j + 2 < n
+                and toks[j + 2][2] in _EN_NUMBER_WORDS
+                and gap == " "
+                and t[ne : toks[j + 2][0]] == " "
+            ):
+                j += 2
+                end = toks[j][1]
+                continue
+            break
+        value = _parse_en_words(t[s:end])
+        if value is not None:
+            cores.append(_Core(value, s, end, True))
+        i = j + 1
+    return cores
+
+
+_NOT_BEFORE_NUMBER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_.,")
+
+
+def _prev_is_letter(t: str, i: int) -> bool:
+    return i > 0 and t[i - 1].isascii() and t[i - 1].isalpha()
+
+
+def _number_cores(t: str) -> list[_Core]:
+    cores: list[_Core] = []
+    if _has_digit(t):
+        for m in _RE_DIGITS.finditer(t):
+            s = m.start()
+            # not inside a word or a code ("A1", "v1.2", "COVID-19"): checked here rather
+            # than by a lookbehind, which would slow the scan down several times
+            if s and (
+                t[s - 1] in _NOT_BEFORE_NUMBER or (t[s - 1] == "-" and _prev_is_letter(t, s - 1))
+            ):
+                continue
+            cores.append(_Core(float(m.group().replace(",", "")), s, m.end(), True))
+    cores.extend(_en_number_words(t))
+    if not any(c in t for c in _ZH_NUM_CHARS):
+        return cores
+    for m in _RE_ZH_NUM.finditer(t):
+        s, e = m.start(), m.end()
+        if s > 0 and t[s - 1] in "第初":  # ordinals: 第三, 初一
+            continue
+        text = m.group()
+        if len(text) == 1 and not (
+            (e < len(t) and t[e] in _ZH_MEASURE) or t.startswith(_ZH_MEASURE_WORDS, e)
+        ):
+            continue
+        cores.append(_Core(_parse_zh_number(text), s, e, False))
+    return cores
+
+
+def _overlaps(a: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
+    return any(a[0] < e and s < a[1] for s, e in spans)
+
+
+class _Mask:
+    """Marked character positions, for overlap tests in O(span length)."""
+
+    __slots__ = ("_bits",)
+
+    def __init__(self, n: int) -> None:
+        self._bits = bytearray(n + 1)
+
+    def mark(self, start: int, end: int) -> None:
+        self._bits[start:end] = b"\x01" * max(0, end - start)
+
+    def hit(self, start: int, end: int) -> bool:
+        return 1 in self._bits[start:end]
+
+
+def extract_quantities(text: str) -> list[Quantity]:
+    """Numbers in English or Chinese text, with scale and unit, in text order.
+
+    Recognised: Arabic numbers with thousands separators and decimals ("1,200", "3.5"),
+    an optional currency prefix ("$4.2 million", "US$", "£", "¥", "RMB"), scale words
+    ("thousand/million/billion", "mn/bn", and "m/b/k" after a currency sign, "万/亿/千万/
+    万亿"), unit words ("%", "percent", "yuan", "元", "美元", "years", "个月", "倍", ...),
+    English number words ("twenty-five", "three hundred"), Chinese numerals ("三百万",
+    "两年", "三点五亿", "百分之三十"). A bare "one" or a lone Chinese numeral without a
+    measure word is not a quantity ("one of", "统一"). Numbers that are part of a date
+    ("March 5, 2019", "2019年3月") are left to :func:`extract_dates`.
+    """
+    return list(_quantities(text))
+
+
+@lru_cache(maxsize=4096)
+def _quantities(text: str) -> tuple[Quantity, ...]:
+    t = _fold(text)
+    dates = _Mask(len(t))
+    for d in _dates(text):
+        dates.mark(d.start, d.end)
+    out: list[Quantity] = []
+    taken = _Mask(len(t))
+
+    for m in _RE_ZH_PERCENT.finditer(t) if "百分之" in t else ():
+        n = m.group("n")
+        value = float(n) if n[0].isdigit() else _parse_zh_number(n)
+        out.append(Quantity(value, "%", text[m.start() : m.end()], m.start(), m.end()))
+        taken.mark(m.start(), m.end())
+
+    for core in sorted(_number_cores(t), key=lambda c: (c.start, -(c.end - c.start))):
+        if taken.hit(core.start, core.end) or dates.hit(core.start, core.end):
+            continue
+        start, end, value = core.start, core.end, core.value
+        unit = ""
+        before_text = t[max(0, start - 5) : start]
+        pm = (
+            _RE_PREFIX.search(t, max(0, start - 5), start)
+            if any(c in before_text for c in _PREFIX_LAST_CHARS)
+            else None
+        )
+        currency = None
+        if pm is not None and pm.end() == start:
+            # the prefix must not be the tail of a word ("RMB" yes, "XRMB" no)
+            before = t[pm.start() - 1] if pm.start() > 0 else " "
+            if not (before.isascii() and before.isalpha()):
+                currency = _CURRENCY_PREFIX[pm.group().strip().lower()]
+                start = pm.start()
+        follow = t[core.end : core.end + 2].lstrip(" \t")[:1]
+        sm = _RE_SUFFIX.match(t, core.end) if follow and not follow.isdigit() else None
+        scale_word = ""
+        if sm is not None:
+            scale = (sm.group("scale") or "").lower()
+            unit_word = (sm.group("unit") or "").lower()
+            if scale and not core.allow_scale and not scale.startswith(("万", "亿")):
+                scale = ""
+            if scale in _AMBIGUOUS_SCALES and currency is None:
+                scale = ""
+                unit_word = ""
+            if scale:
+                value *= _SCALES[scale]
+                scale_word = scale
+                end = sm.end("scale")
+            if unit_word:
+                unit_word_norm = re.sub(r"\s+", " ", unit_word)
+                canon = _UNITS.get(unit_word_norm)
+                if canon is not None:
+                    unit = canon
+                    end = sm.end("unit")
+        if currency is not None:
+            unit = currency
+        is_bare_one = (
+            core.value == 1
+            and not scale_word
+            and not unit
+            and currency is None
+            and t[core.start : core.end].lower() == "one"
+        )
+        if is_bare_one:
+            continue
+        if dates.hit(start, end):
+            end = core.end
+            unit = currency or ""
+        out.append(Quantity(value, unit, text[start:end], start, end))
+        taken.mark(start, end)
+    out.sort(key=lambda q: q.start)
+    return tuple(out)
+
+
+_RE_FIRST_NUMBER = re.compile(r"\d[\d,]*(?:\.(\d+))?")
+
+
+@lru_cache(maxsize=16384)
+def _granularity(q: Quantity) -> float:
+    """Half of the last stated digit's place value ("1.2 million" -> 50,000)."""
+    m = _RE_FIRST_NUMBER.search(_fold(q.raw))
+    if m is None:
+        return abs(q.value) * 1e-9
+    mantissa = float(m.group().replace(",", ""))
+    decimals = len(m.group(1) or "")
+    if mantissa == 0:
+        return 0.0
+    scale = q.value / mantissa
+    return 0.5 * (10.0**-decimals) * abs(scale)
+
+
+def quantities_match(a: Quantity, b: Quantity) -> bool:
+    """Same amount, allowing for scale words, rounding and percent/fraction forms.
+
+    Values match when they differ by no more than the rounding of the less precise
+    one ("1.2 million" == "1,234,567"; "12.5亿元" == "1,250,000,000 yuan"). Units must
+    agree when both are given; a percentage also matches the same fraction without a
+    unit ("12%" == "0.12"). Plain counts ("" unit) match any unit.
+    """
+    if a.unit and b.unit and a.unit != b.unit:
+        return False
+    diff = abs(a.value - b.value)
+    if diff <= 1e-9 * max(abs(a.value), abs(b.value), 1.0):
+        return True
+    if diff < max(_granularity(a), _granularity(b)):
+        return True
+    for pct, plain in ((a, b), (b, a)):
+        if (
+            pct.unit == "%"
+            and not plain.unit
+            and 0 < abs(plain.value) < 1
+            and math.isclose(pct.value, plain.value * 100, rel_tol=1e-6, abs_tol=1e-9)
+        ):
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------- dates
+
+_MONTHS = {
+    "january": 1,
+    "february": 2,
+    "march": 3,
+    "april": 4,
+    "may": 5,
+    "june": 6,
+    "july": 7,
+    "august": 8,
+    "september": 9,
+    "october": 10,
+    "november": 11,
+    "december": 12,
+    "jan": 1,
+    "feb": 2,
+    "mar": 3,
+    "apr": 4,
+    "jun": 6,
+    "jul": 7,
+    "aug": 8,
+    "sep": 9,
+    "sept": 9,
+    "oct": 10,
+    "nov": 11,
+    "dec": 12,
+}
+_MONTH_ALT = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_ORD = r"(?:st|nd|rd|th)?"
+_YEAR = r"(1[5-9]\d{2}|20\d{2})"
+_QUARTER_WORDS = {
+    "first": 1,
+    "second": 2,
+    "third": 3,
+    "fourth": 4,
+    "1st": 1,
+    "2nd": 2,
+    "3rd": 3,
+    "4th": 4,
+    "一": 1,
+    "二": 2,
+    "三": 3,
+    "四": 4,
+}
+_ZH_SMALL_NUM = "[一二三四五六七八九十]{1,3}"
+
+_RE_AFTER_MONTH_DAY = re.compile(rf"[ \t]+(\d{{1,2}}){_ORD}\b(?:,?[ \t]+{_YEAR}\b)?")
+_RE_AFTER_MONTH_YEAR = re.compile(rf",?[ \t]+(?:of[ \t]+)?{_YEAR}\b")
+_RE_AFTER_MONTH_OPT_YEAR = re.compile(rf"(?:,?[ \t]+{_YEAR}\b)?")
+_RE_BEFORE_MONTH_DAY = re.compile(rf"(?<![\d.])(\d{{1,2}}){_ORD}[ \t]+(?:of[ \t]+)?$")
+_RE_BEFORE_MONTH_PREP = re.compile(
+    r"\b(?:in|of|early|late|mid|since|until|by|during|from|to|before|after|through|"
+    r"throughout|between|and)[ \t]+(?:-[ \t]*)?$"
+)
+_RE_QUARTER = re.compile(
+    r"\b(?:Q([1-4])|([1-4])Q|(first|second|third|fourth|1st|2nd|3rd|4th)[ \t]+quarter)"
+    rf"(?:[ \t]*(?:of[ \t]+)?(?:FY[ \t]?)?{_YEAR})?\b",
+    re.IGNORECASE,
+)
+_RE_FY = re.compile(r"\bFY[ \t]?(\d{4})\b")
+_RE_BARE_YEAR = re.compile(r"(1[5-9]\d{2}|20\d{2})(?:s\b)?(?![\d%]|[.,]\d)")
+_NOT_BEFORE_YEAR = frozenset("0123456789$£€¥.,:/-")
+_RE_AFTER_YEAR_NOT_DATE = re.compile(
+    r"[ \t]*(?:%|percent|million|billion|thousand|yuan|dollars|元|万|亿|人|名|个|家|"
+    r"people|employees|shares|units|items|cases|tons|km|kg)",
+    re.IGNORECASE,
+)
+_RE_ZH_DATE = re.compile(
+    rf"(\d{{4}}|[〇零一二三四五六七八九]{{4}})[ \t]*年"
+    rf"(?:[ \t]*(\d{{1,2}}|{_ZH_SMALL_NUM})[ \t]*月份?"
+    rf"(?:[ \t]*(\d{{1,2}}|{_ZH_SMALL_NUM})[ \t]*[日号])?)?(?:底|初|末)?"
+)
+_RE_ZH_QUARTER = re.compile(r"(?:(\d{4})[ \t]*年?[ \t]*)?第?([一二三四1-4])季度")
+_RE_ZH_MD = re.compile(
+    rf"(?<![\d个〇零一二三四五六七八九十])(\d{{1,2}}|{_ZH_SMALL_NUM})[ \t]*月份?"
+    rf"(?:[ \t]*(\d{{1,2}}|{_ZH_SMALL_NUM})[ \t]*[日号])?"
+)
+
+
+def _small_int(s: str | None) -> int | None:
+    if not s:
+        return None
+    if s.isdigit():
+        return int(s)
+    return int(_parse_zh_int(s))
+
+
+def _valid(month: int | None, day: int | None) -> bool:
+    return (month is None or 1 <= month <= 12) and (day is None or 1 <= day <= 31)
+
+
+def extract_dates(text: str) -> list[DateMention]:
+    """Calendar references in English or Chinese text, in text order, without overlaps.
+
+    Recognised: "March 5, 2019", "5 March 2019", "March 2019", "2019-03-05",
+    "05/03/2019" (month first unless the first number exceeds 12), "Q3 2021", "third
+    quarter of 2021", "FY2020", a bare year 1500-2099 ("in 2019", not "2019 employees"),
+    a month name after a preposition ("in March"), and Chinese "2019年3月5日",
+    "2019年3月", "2019年", "二〇一九年", "3月5日", "2021年第三季度".
+    """
+    return list(_dates(text))
+
+
+_RE_HAS_NUM_DATE = re.compile(r"\d[-/.]\d")
+_RE_NUMERIC_DATE = re.compile(r"(?<![\d.])(\d{1,4})([-/.])(\d{1,2})\2(\d{1,4})(?!\d)")
+
+
+def _has_digit(t: str) -> bool:
+    return any(d in t for d in "0123456789")
+
+
+@lru_cache(maxsize=4096)
+def _dates(text: str) -> tuple[DateMention, ...]:
+    t = _fold(text)
+    found: list[DateMention] = []
+    has_digit = _has_digit(t)
+    has_zh = "年" in t or "月" in t or "季度" in t
+
+    def add(
+        year: int | None, month: int | None, day: int | None, s: int, e: int, q: int | None = None
+    ) -> None:
+        if _valid(month, day):
+            found.append(DateMention(year, month, day, text[s:e], s, e, q))
+
+    if has_digit and _RE_HAS_NUM_DATE.search(t):
+        for m in _RE_NUMERIC_DATE.finditer(t):
+            a, mid, b = m.group(1), int(m.group(3)), m.group(4)
+            if len(a) == 4 and len(b) <= 2:  # 2019-03-05
+                add(int(a), mid, int(b), m.start(), m.end())
+            elif len(b) == 4 and len(a) <= 2:  # 05/03/2019: month first unless > 12
+                first = int(a)
+                month, day = (mid, first) if first > 12 else (first, mid)
+                add(int(b), month, day, m.start(), m.end())
+    for ms, word_end, low in _latin_tokens(t):
+        if low not in _MONTHS:
+            continue
+        word = t[ms:word_end]
+        if word[0].islower() and low in ("may", "march", "mar", "sat", "sun"):
+            continue  # the verb "may", "to march"
+        month = _MONTHS[low]
+        me = word_end + 1 if t.startswith(".", word_end) else word_end
+        after = _RE_AFTER_MONTH_DAY.match(t, me)
+        if after is not None:  # March 5, 2019 / March 5
+            year = int(after.group(2)) if after.group(2) else None
+            add(year, month, int(after.group(1)), ms, after.end())
+        before = _RE_BEFORE_MONTH_DAY.search(t, max(0, ms - 12), ms)
+        if before is not None:  # 5 March 2019 / 5th of March
+            tail = _RE_AFTER_MONTH_OPT_YEAR.match(t, me)
+            end = tail.end() if tail is not None and tail.group(1) else me
+            year = int(tail.group(1)) if tail is not None and tail.group(1) else None
+            add(year, month, int(before.group(1)), before.start(), end)
+        my = _RE_AFTER_MONTH_YEAR.match(t, me)
+        if my is not None:  # March 2019
+            add(int(my.group(1)), month, None, ms, my.end())
+        if word[0].isupper() and _RE_BEFORE_MONTH_PREP.search(t, max(0, ms - 16), ms):
+            add(None, month, None, ms, word_end)  # "in March"
+    if "Q" in t or "uarter" in t:
+        for m in _RE_QUARTER.finditer(t):
+            q = int(m.group(1) or m.group(2) or 0) or _QUARTER_WORDS[m.group(3).lower()]
+            year = int(m.group(4)) if m.group(4) else None
+            add(year, None, None, m.start(), m.end(), q)
+    if "FY" in t:
+        for m in _RE_FY.finditer(t):
+            add(int(m.group(1)), None, None, m.start(), m.end())
+    if has_zh:
+        for m in _RE_ZH_DATE.finditer(t):
+            y = m.group(1)
+            year = int(y) if y.isdigit() else int("".join(str(_ZH_DIGITS[c]) for c in y))
+            add(year, _small_int(m.group(2)), _small_int(m.group(3)), m.start(), m.end())
+        for m in _RE_ZH_QUARTER.finditer(t):
+            qs = m.group(2)
+            q = int(qs) if qs.isdigit() else _QUARTER_WORDS[qs]
+            year = int(m.group(1)) if m.group(1) else None
+            add(year, None, None, m.start(), m.end(), q)
+        for m in _RE_ZH_MD.finditer(t):
+            add(None, _small_int(m.group(1)), _small_int(m.group(2)), m.start(), m.end())
+    for m in _RE_BARE_YEAR.finditer(t) if has_digit else ():
+        if m.start() and t[m.start() - 1] in _NOT_BEFORE_YEAR:
+            continue
+        if _RE_AFTER_YEAR_NOT_DATE.match(t, m.end()):
+            continue
+        if m.end() < len(t) and t[m.end()] == "年":
+            continue  # handled (with month/day) by the Chinese pattern
+        add(int(m.group(1)), None, None, m.start(), m.end())
+
+    # keep the longest mention at each place; earlier start wins ties
+    found.sort(key=lambda d: (d.start, -(d.end - d.start)))
+    out: list[DateMention] = []
+    last_end = -1
+    for d in found:
+        if d.start >= last_end:
+            out.append(d)
+            last_end = d.end
+    return tuple(out)
+
+
+def dates_match(a: DateMention, b: DateMention) -> bool:
+    """True when no stated part disagrees and at least one part is stated by both
+    ("2019" matches "March 2019"; "March 2019" does not match "April 2019")."""
+    shared = 0
+    for x, y in ((a.year, b.year), (a.month, b.month), (a.day, b.day), (a.quarter, b.quarter)):
+        if x is not None and y is not None:
+            if x != y:
+                return False
+            shared += 1
+    if a.quarter is not None and b.month is not None and (b.month - 1) // 3 + 1 != a.quarter:
+        return False
+    if b.quarter is not None and a.month is not None and (a.month - 1) // 3 + 1 != b.quarter:
+        return False
+    return shared > 0
+
+
+# --------------------------------------------------------------------------- entities
+
+_TITLES = frozenset(
+    "mr mrs ms miss dr prof professor judge justice sir madam president ceo chairman "
+    "director senator governor mayor officer attorney".split()
+)
+_ORG_SUFFIX_EN = frozenset(
+    "inc ltd llc corp corporation co company group holdings hospital court bank university "
+    "college institute association foundation agency ministry department plc gmbh ag sa "
+    "partners services technologies clinic center centre".split()
+)
+_EN_CONNECT = frozenset({"of", "de", "la", "van", "von", "der", "du", "for", "&", "and"})
+_EN_STARTERS = frozenset(
+    """according what which who whom whose how when where why please summarize summarise
+    compare describe explain list identify give provide based given in on the a an during
+    after before under if yes no however therefore additionally furthermore moreover also
+    both each this that these those there it its their his her our my your we they he she
+    i you as at by for from to with within without among between since until while
+    answer question context note overall finally first second third next then today
+    january february march april may june july august september october november december
+    monday tuesday wednesday thursday friday saturday sunday""".split()
+)
+_LATIN_UP = "A-Z\u00c0-\u00d6\u00d8-\u00de"
+_LATIN_ANY = "A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f"
+_EN_TOKEN = rf"(?:[{_LATIN_UP}][{_LATIN_ANY}0-9'’&\-]*\.?|[A-Z]\.)"
+# a number continues a name ("Route 9", "NitroGuard 40") unless it is an amount
+_EN_NUM_TOKEN = r"\d{1,4}\b(?![.,]\d)(?![ \t]*(?:%|percent|million|billion|thousand|bn|mn|m\b))"
+_RE_EN_CAP = re.compile(
+    rf"{_EN_TOKEN}(?:(?:[ \t]+(?:of|de|la|van|von|der|du|for|&)[ \t]+|[ \t]+)"
+    rf"(?:{_EN_TOKEN}|{_EN_NUM_TOKEN}))*"
+)
+_CURRENCY_CODES = frozenset("usd us$ eur gbp cny rmb hkd jpy aud cad chf sgd inr krw".split())
+#: "X of Y" stays one name only after one of these heads ("Bank of America")
+_EN_OF_HEADS = frozenset(
+    "bank university ministry department bureau institute college court republic board "
+    "association society school museum city state province kingdom church house office "
+    "council commission academy federation union chamber people's county district "
+    "government secretary minister governor mayor president director".split()
+)
+#: tokens that end in a period without ending a sentence
+_EN_ABBREV = frozenset(
+    "inc ltd co corp llc plc dr mr mrs ms prof st jr sr mt ft gen col capt sgt lt rev bros "
+    "no vs".split()
+)
+
+_ZH_ORG_SUFFIXES = (
+    "股份有限公司",
+    "有限责任公司",
+    "有限公司",
+    "集团公司",
+    "集团",
+    "公司",
+    "高级人民法院",
+    "中级人民法院",
+    "人民法院",
+    "法院",
+    "检察院",
+    "人民医院",
+    "医院",
+    "卫生院",
+    "银行",
+    "大学",
+    "学院",
+    "委员会",
+    "研究院",
+    "研究所",
+    "协会",
+    "基金会",
+    "事务所",
+    "律师事务所",
+)
+_RE_ZH_ORG = re.compile(
+    r"[\u4e00-\u9fffA-Za-z0-9]{1,20}?(?:"
+    + "|".join(sorted(_ZH_ORG_SUFFIXES, key=len, reverse=True))
+    + ")"
+)
+_ZH_BOUNDARY_WORDS = (
+    "根据",
+    "依据",
+    "按照",
+    "关于",
+    "对于",
+    "请问",
+    "由于",
+    "截至",
+    "其中",
+    "以及",
+    "比较",
+    "分别",
+    "哪家",
+    "哪个",
+    "什么",
+    "哪些",
+    "包括",
+    "包含",
+    "通过",
+    "成为",
+    "属于",
+    "位于",
+    "来自",
+    "作为",
+    "获得",
+    "通常",
+    "一般",
+    "例如",
+    "比如",
+)
+_ZH_BOUNDARY_CHARS = frozenset(
+    "的和与及或在对向由被把从于是为将据了给同跟让使经其该这那年月日、，。；：！？,.;:!? "
+)
+_ZH_SURNAMES = frozenset(
+    "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁"
+    "任沈姚卢姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武"
+    "戴莫孔向汤欧阳司马上官诸葛"
+)
+_ZH_ROLES = (
+    "被告人",
+    "被告",
+    "原告",
+    "上诉人",
+    "被上诉人",
+    "申请人",
+    "被申请人",
+    "第三人",
+    "法官",
+    "审判长",
+    "审判员",
+    "书记员",
+    "主治医师",
+    "医生",
+    "医师",
+    "护士",
+    "患者",
+    "病人",
+    "证人",
+    "被害人",
+    "受害人",
+    "董事长",
+    "总经理",
+    "经理",
+    "律师",
+)
+_RE_ZH_ROLE_NAME = re.compile(
+    "(?:" + "|".join(sorted(_ZH_ROLES, key=len, reverse=True)) + r")[：:\s]?([\u4e00-\u9fff]{2,3})"
+)
+_ZH_NAME_STOP = frozenset(
+    "的在于因被是与和及为向对将等称曾已未出现有说表示经入院诊患主诉自今于了，。、；"
+)
+_RE_ZH_MOU = re.compile(r"([\u4e00-\u9fff])某{1,2}")
+_RE_QUOTED = re.compile(r"[“\"「『《]([^“”\"「」『』《》\n]{2,40})[”\"」』》]")
+
+
+def _en_sentence_starts(text: str) -> set[int]:
+    starts = {0}
+    for m in re.finditer(r"[.!?:;\n][\"'”’)\]]*\s+", text):
+        starts.add(m.end())
+    return starts
+
+
+def _en_groups(match: str, base: int, starts: set[int]) -> list[tuple[int, list[str], bool]]:
+    """Split a run of capitalised tokens where a token ends a sentence ("Paris. The")."""
+    groups: list[tuple[int, list[str], bool]] = []
+    cur: list[str] = []
+    cur_start = base
+    for tm in re.finditer(r"\S+", match):
+        tok = tm.group()
+        possessive = tok.endswith(("'s", "’s")) and len(tok) > 3
+        if possessive:
+            tok = tok[:-2]
+        if tok in {"of", "for"} and cur and cur[-1].rstrip(".").lower() not in _EN_OF_HEADS:
+            groups.append((cur_start, cur, cur_start in starts))
+            cur = []
+            continue
+        if not cur:
+            cur_start = base + tm.start()
+        cur.append(tok)
+        bare = tok.rstrip(".")
+        ends_sentence = tok.endswith(".") and len(bare) > 1 and bare.lower() not in _EN_ABBREV
+        if possessive or ends_sentence:
+            groups.append((cur_start, cur, cur_start in starts))
+            cur = []
+    if cur:
+        groups.append((cur_start, cur, cur_start in starts))
+    # a group that follows a sentence-ending token starts a sentence
+    out: list[tuple[int, list[str], bool]] = []
+    prev_ends_sentence = False
+    for s, toks, at_start in groups:
+        out.append((s, toks, at_start or prev_ends_sentence))
+        prev_ends_sentence = toks[-1].endswith(".") and toks[-1].rstrip(".").lower() not in (
+            _EN_ABBREV
+        )
+    return out
+
+
+def _clean_en_entity(tokens: list[str], at_sentence_start: bool) -> list[str]:
+    # drop leading starters / titles
+    n_before = len(tokens)
+    while tokens and (
+        tokens[0].isdigit()
+        or tokens[0].lower() in _CURRENCY_CODES
+        or tokens[0].lower() in STOPWORDS_EN
+        or tokens[0].lower().rstrip(".") in _EN_STARTERS
+        or tokens[0].lower().rstrip(".") in _TITLES
+    ):
+        tokens = tokens[1:]
+    for i, tok in enumerate(tokens):
+        if i and tok.lower() in _CURRENCY_CODES:
+            tokens = tokens[:i]
+            break
+    while tokens and (
+        tokens[-1].lower() in _EN_CONNECT or (tokens[-1].isdigit() and len(tokens) == 1)
+    ):
+        tokens = tokens[:-1]
+    if not tokens:
+        return []
+    if len(tokens) == 1:
+        word = tokens[0].rstrip(".")
+        low = word.lower()
+        if low in STOPWORDS_EN or low in _EN_STARTERS or len(word) < 2:
+            return []
+        first_word = len(tokens) == n_before
+        if at_sentence_start and first_word and not (word.isupper() and len(word) >= 2):
+            # a capitalised first word is usually just the start of a sentence
+            return []
+    return tokens
+
+
+def extract_entities(text: str) -> list[str]:
+    """Named things in English or Chinese text, deduplicated, in order of appearance.
+
+    English: runs of capitalised words joined by spaces or "of/de/&" ("Bank of America",
+    "Green Fields Agriculture Co.", "M. Cooper"), without leading titles ("Dr.",
+    "Judge") or sentence starters; a single capitalised word at the start of a sentence
+    is skipped unless it is an acronym. Chinese: organisations ending in 公司/集团/法院/
+    医院/银行/大学/... (leading prepositions such as 根据 cut off), anonymised names
+    (张某, 李某某), two- or three-character names after a role (患者/被告/原告/法官/医生
+    ...), and quoted names (“...”, 《...》, 「...」) in both languages.
+    """
+    return list(_entities(text))
+
+
+@lru_cache(maxsize=4096)
+def _entities(text: str) -> tuple[str, ...]:
+    t = _fold(text)
+    found: list[tuple[int, str]] = []
+
+    starts = _en_sentence_starts(t)
+    for m in _RE_EN_CAP.finditer(t):
+        whole = m.group()
+        if " " not in whole and "\t" not in whole:
+            low = whole.rstrip(".").lower()
+            if low in _EN_STARTERS or low in STOPWORDS_EN or len(low) < 2:
+                continue  # "The", "In", "It": the bulk of capitalised tokens
+        for offset, tokens, at_start in _en_groups(whole, m.start(), starts):
+            tokens = _clean_en_entity(tokens, at_start)
+            if not tokens:
+                continue
+            name = " ".join(tokens)
+            # keep a trailing period only on abbreviations and initials ("Inc.", "M.")
+            if (
+                name.endswith(".")
+                and tokens[-1].rstrip(".").lower() not in _EN_ABBREV
+                and not re.fullmatch(r"[A-Z]\.", tokens[-1])
+            ):
+                name = name[:-1]
+            found.append((t.find(tokens[0], offset), name))
+
+    for m in _RE_ZH_ORG.finditer(t):
+        name = m.group()
+        cut = 0
+        for w in _ZH_BOUNDARY_WORDS:
+            i = name.rfind(w)
+            if i >= 0:
+                cut = max(cut, i + len(w))
+        for i, ch in enumerate(name[:-2]):
+            if ch in _ZH_BOUNDARY_CHARS:
+                cut = max(cut, i + 1)
+        name = name[cut:]
+        suffix = next(
+            s for s in sorted(_ZH_ORG_SUFFIXES, key=len, reverse=True) if name.endswith(s)
+        )
+        if len(name) - len(suffix) < 2:
+            continue  # 该公司, 本公司, 公司
+        found.append((m.start() + cut, name))
+
+    for m in _RE_ZH_MOU.finditer(t):
+        if m.group(1) in _ZH_SURNAMES:
+            found.append((m.start(), m.group()))
+
+    for m in _RE_ZH_ROLE_NAME.finditer(t):
+        cand = m.group(1)
+        if cand[0] not in _ZH_SURNAMES:
+            continue
+        if "某" in cand:
+            continue  # handled by the 某 pattern
+        name = cand[:2]
+        if len(cand) == 3 and cand[2] not in _ZH_NAME_STOP and cand[1] not in _ZH_NAME_STOP:
+            name = cand
+        if name[1] in _ZH_NAME_STOP:
+            continue
+        found.append((m.start(1), name))
+
+    for m in _RE_QUOTED.finditer(t):
+        inner = m.group(1).strip()
+        if inner and not re.search(r"[。！？.!?]$", inner):
+            found.append((m.start(1), inner))
+
+    found.sort(key=lambda x: x[0])
+    out: list[str] = []
+    seen: set[str] = set()
+    for _, name in found:
+        key = normalize(name)
+        if key and key not in seen:
+            seen.add(key)
+            out.append(name)
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------- concepts
+
+_QUERY_SCAFFOLD_EN = frozenset(
+    """according summarize summarise compare describe explain list identify give provide
+    mention mentioned happen happened occur occurred did does do tell know find show
+    briefly detail details specific specifically main mainly key information info
+    regarding respectively total overall exactly approximately kind type way ways
+    answer question reason reasons result results one ones happen happens roughly
+    approximately about around exactly much many whether relative compared comparison
+    respective based overall long short still already yet ever later earlier currently
+    recently finally eventually initially previously""".split()
+)
+#: Common verbs: they break a phrase (concepts are things, not actions; a verb worded
+#: differently in the document would hide an otherwise present concept).
+_EN_VERBS = frozenset(
+    """take takes took taken taking make makes made making get gets got give gives gave
+    given go goes went gone come came become became end ends ended close closes closed
+    cost costs lead leads led run runs ran pay pays paid have has had start started stop
+    stopped begin began see saw say said put set keep kept leave left hold held bring
+    brought change changed use used chair chairs chaired step stepped affect affects
+    affected cause caused include includes included reach reached receive received
+    decide decided agree agreed announce announced report reported occur occurred""".split()
+)
+#: Nouns too generic to be a concept on their own.
+_EN_GENERIC = frozenset(
+    """company companies firm firms business year years time times amount amounts number
+    numbers people person thing things part parts case cases date dates day days month
+    months event events value values level levels way ways""".split()
+)
+_ZH_FUNCTION_WORDS = (
+    "为什么",
+    "先后",
+    "概括",
+    "简要",
+    "简述",
+    "归纳",
+    "最终",
+    "大约",
+    "大概",
+    "部分",
+    "还有",
+    "没有",
+    "开始",
+    "之间",
+    "当年",
+    "那位",
+    "那次",
+    "那家",
+    "这家",
+    "一下",
+    "怎么样",
+    "什么",
+    "哪些",
+    "哪个",
+    "哪家",
+    "哪位",
+    "哪一",
+    "哪年",
+    "哪里",
+    "多少",
+    "如何",
+    "怎么",
+    "怎样",
+    "是否",
+    "根据",
+    "请问",
+    "以及",
+    "分别",
+    "具体",
+    "主要",
+    "进行",
+    "发生",
+    "涉及",
+    "相关",
+    "有关",
+    "关于",
+    "情况",
+    "期间",
+    "其中",
+    "还是",
+    "概述",
+    "总结",
+    "描述",
+    "说明",
+    "介绍",
+    "比较",
+    "请",
+    "哪",
+    "吗",
+    "呢",
+    "的",
+    "了",
+    "是",
+    "在",
+    "和",
+    "与",
+    "及",
+    "或",
+    "对",
+    "其",
+    "该",
+    "这",
+    "那",
+    "把",
+    "从",
+    "于",
+    "之",
+    "都",
+    "也",
+    "又",
+    "几",
+    "谁",
+    "何",
+)
+_RE_ZH_SPLIT = re.compile(
+    "|".join(re.escape(w) for w in sorted(_ZH_FUNCTION_WORDS, key=len, reverse=True))
+    + "|被(?![告害上申])|有(?![限效利关益])|时(?!间|期|代)|因(?!素|此)|以(?!上|下|来|后|前)"
+)
+_RE_ZH_SOFT_SPLIT = re.compile(r"按照|按|向|由|将|为|对|后|前|底|初|末|被|给|让|使|所")
+_RE_LATIN_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
+_RE_CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
+
+
+def _en_phrases(text: str, base: int) -> list[tuple[int, str]]:
+    """Stopword-delimited content phrases of a Latin segment (offsets relative to text)."""
+    out: list[tuple[int, str]] = []
+    run: list[re.Match[str]] = []
+
+    def flush() -> None:
+        if run:
+            s, e = run[0].start(), run[-1].end()
+            out.append((base + s, text[s:e]))
+            run.clear()
+
+    pos = 0
+    for m in _RE_LATIN_WORD.finditer(text):
+        gap = text[pos : m.start()]
+        pos = m.end()
+        if gap.strip():  # punctuation breaks a phrase
+            flush()
+        low = m.group().lower().strip("'’-")
+        if (
+            low in STOPWORDS_EN
+            or low in _QUERY_SCAFFOLD_EN
+            or low in _EN_STARTERS
+            or low in _EN_VERBS
+            or (len(low) > 4 and low.endswith("ly"))  # adverbs
+            or (run and len(low) > 4 and low.endswith("ed"))  # "drug cleared", "founder stepped"
+        ):
+            flush()
+            continue
+        run.append(m)
+        if len(run) >= 5:
+            flush()
+    flush()
+    return [
+        (s, p)
+        for s, p in out
+        if any(len(w) >= 3 or w.isdigit() for w in p.split())
+        and not (" " not in p and _weak_single_word(p))
+    ]
+
+
+def _weak_single_word(word: str) -> bool:
+    """A lone word that makes a poor concept: generic nouns, short words, and verb
+    forms ("opened", "acted", "selling")."""
+    low = word.lower()
+    return (
+        low in _EN_GENERIC
+        or len(low) < 4
+        or (len(low) > 4 and low.endswith(("ed", "ing")) and not word[:1].isupper())
+    )
+
+
+def _zh_phrases(text: str, base: int) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    for at, piece in _zh_segments(text, base):
+        # a locative/temporal particle at the end is not part of the thing: 损失中, 入院时
+        if len(piece) > 2 and piece[-1] in "中上下后前时里内外":
+            piece = piece[:-1]
+        out.append((at, piece))
+    return out
+
+
+def _zh_segments(text: str, base: int) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    for run in _RE_CJK_RUN.finditer(text):
+        seg_text = run.group()
+        pos = 0
+        for m in [*_RE_ZH_SPLIT.finditer(seg_text), None]:
+            stop = len(seg_text) if m is None else m.start()
+            piece = seg_text[pos:stop]
+            at = base + run.start() + pos
+            if len(piece) > 6:
+                # long segments: also cut at softer function characters
+                sub_pos = 0
+                for sm in [*_RE_ZH_SOFT_SPLIT.finditer(piece), None]:
+                    sub_stop = len(piece) if sm is None else sm.start()
+                    sub = piece[sub_pos:sub_stop]
+                    if len(sub) >= 2:
+                        out.append((at + sub_pos, sub))
+                    if sm is not None:
+                        sub_pos = sm.end()
+            elif len(piece) >= 2:
+                out.append((at, piece))
+            if m is not None:
+                pos = m.end()
+    return out
+
+
+def _dedupe_concepts(items: list[tuple[int, str]]) -> list[str]:
+    items.sort(key=lambda x: x[0])
+    keys = [_compact(normalize(c)) for _, c in items]
+    out: list[str] = []
+    seen: set[str] = set()
+    for i, (_, concept) in enumerate(items):
+        key = keys[i]
+        if not key or key in seen:
+            continue
+        # drop a concept contained in a longer one (entity inside a phrase, 2019 in 2019年3月)
+        if any(key != other and key in other for other in keys):
+            continue
+        seen.add(key)
+        out.append(concept)
+    return out
+
+
+def extract_concepts(query: str) -> list[str]:
+    """Distinct pieces of information in a query that an answer depends on.
+
+    Offline version of seed 000, Listing 5 (concept extraction, adapted from Matton et
+    al.): named entities, dates, numbers, quoted names, then key phrases from the rest
+    of the query: for Latin text, runs of content words between stopwords, question
+    words, common verbs, adverbs and punctuation (at most five words; a lone lower-case
+    word only when the query yields nothing else); for Chinese, the segments between
+    function words (的/了/是/在/什么/哪些/多少/根据/...) and punctuation, two or more
+    characters long. Every concept is a verbatim substring of the query; a concept
+    contained in a longer one is dropped; the order follows the query.
+    """
+    t = query
+    items: list[tuple[int, str]] = []
+    spans: list[tuple[int, int]] = []
+    for d in extract_dates(t):
+        items.append((d.start, d.raw))
+        spans.append((d.start, d.end))
+    for q in extract_quantities(t):
+        items.append((q.start, q.raw))
+        spans.append((q.start, q.end))
+    for name in extract_entities(t):
+        at = t.find(name)
+        if at < 0:
+            continue
+        if _overlaps((at, at + len(name)), spans) and not any(
+            s >= at and e <= at + len(name) for s, e in spans
+        ):
+            continue
+        items.append((at, name))
+        spans.append((at, at + len(name)))
+    # blank out what is already taken, then find phrases in the rest
+    chars = list(t)
+    for s, e in spans:
+        for i in range(s, min(e, len(chars))):
+            chars[i] = "|"
+    rest = "".join(chars)
+    phrases = _en_phrases(rest, 0)
+    # like the examples of Listing 5, a concept is a name, a number, a date or a phrase:
+    # a lone lower-case word ("investor", "cost") is kept only when nothing else is left
+    strong = [p for p in phrases if " " in p[1] or p[1][:1].isupper()]
+    items.extend(strong if strong or items else phrases)
+    items.extend(_zh_phrases(rest, 0))
+    return _dedupe_concepts(items)
+
+
+# --------------------------------------------------------------------------- matching
+
+_RE_SPACE_BETWEEN_CJK = re.compile(r"(?<=[\u3400-\u9fff]) (?=[\u3400-\u9fff])")
+
+
+def _compact(normalised: str) -> str:
+    return _RE_SPACE_BETWEEN_CJK.sub("", normalised)
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 5 and word.endswith("ing"):
+        return word[:-3]
+    if len(word) > 4 and word.endswith("ed"):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("es"):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    if len(word) > 3 and word.endswith("e"):
+        return word[:-1]  # "acquire" ~ "acquired", "sentence" ~ "sentences"
+    return word
+
+
+_RE_NON_CJK_WORD = re.compile(r"[^\W_]+")
+
+
+def _terms(normalised: str) -> list[str]:
+    """Stemmed Latin words (stopwords dropped) and CJK character bigrams (a single
+    character for an isolated CJK character); CJK runs never join across other text."""
+    out: list[str] = []
+    pos = 0
+    for run in [*_RE_CJK_RUN.finditer(normalised), None]:
+        stop = len(normalised) if run is None else run.start()
+        for w in _RE_NON_CJK_WORD.findall(normalised[pos:stop]):
+            if w not in STOPWORDS_EN:
+                out.append(_stem(w))
+        if run is None:
+            break
+        cjk = run.group()
+        if len(cjk) == 1:
+            out.append(cjk)
+        else:
+            out.extend(cjk[i : i + 2] for i in range(len(cjk) - 1))
+        pos = run.end()
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    norm: str
+    compact: str
+    terms: frozenset[str]
+
+
+@lru_cache(maxsize=4096)
+def _prepare(text: str) -> _Prepared:
+    norm = normalize(text)
+    compact = _compact(norm)
+    return _Prepared(norm, compact, frozenset(_terms(compact)))
+
+
+def key_terms(text: str) -> frozenset[str]:
+    """Content terms used for overlap: stemmed Latin words without stopwords, CJK
+    character bigrams (single characters for isolated CJK characters). Cached."""
+    return _prepare(text).terms
+
+
+_cached_quantities = _quantities
+_cached_dates = _dates
+
+
+def _is_word_boundary_match(needle: str, hay: str) -> bool:
+    """Substring match that, for Latin needles, must start and end on word boundaries."""
+    start = hay.find(needle)
+    while start >= 0:
+        end = start + len(needle)
+        left_ok = start == 0 or not hay[start - 1].isalnum() or is_cjk(needle[0])
+        right_ok = end == len(hay) or not hay[end].isalnum() or is_cjk(needle[-1])
+        if left_ok and right_ok:
+            return True
+        start = hay.find(needle, start + 1)
+    return False
+
+
+def _cjk_char_coverage(concept: str, terms: frozenset[str]) -> float:
+    """Share of a concept's CJK characters that sit in a bigram (or lone character) the
+    text also has: tolerant of one inserted or changed character ("以高收益为诱饵" ~
+    "以高收益为诱饵，非法...")."""
+    total = 0
+    covered = 0
+    for run in _RE_CJK_RUN.findall(concept):
+        n = len(run)
+        for i in range(n):
+            total += 1
+            if (
+                (n == 1 and run in terms)
+                or (i > 0 and run[i - 1 : i + 1] in terms)
+                or (i + 1 < n and run[i : i + 2] in terms)
+            ):
+                covered += 1
+    return covered / total if total else 0.0
+
+
+#: texts longer than this are not searched fuzzily (partial alignment grows with length)
+_MAX_FUZZY_TEXT = 4000
+
+
+def concept_in_text(concept: str, text: str, *, threshold: float = 0.8) -> bool:
+    """Whether ``text`` contains ``concept`` (offline seed 000, Listing 6).
+
+    Checked in order, on NFKC-normalised, lower-cased text without punctuation (and
+    without spaces between CJK characters):
+
+    1. the concept occurs verbatim (on word boundaries for Latin text);
+    2. a concept that is a date or a number matches a date/number of the text by value
+       ("March 2019" ~ "2019-03-12", "$1.2 million" ~ "1,200,000 dollars");
+    3. at least ``threshold`` of the concept's terms (stemmed content words; character
+       bigrams for Chinese) occur in the text — word order and inflection may differ;
+    4. for concepts of 8+ characters in texts of at most 4,000 characters, a fuzzy
+       alignment (rapidfuzz ``partial_ratio``) scoring at least ``(1 + threshold) / 2`` —
+       small edits and typos.
+    """
+    c = _prepare(concept)
+    if not c.compact:
+        return False
+    tx = _prepare(text)
+    if not tx.compact:
+        return False
+    if _is_word_boundary_match(c.compact, tx.compact):
+        return True
+    dates = _cached_dates(concept)
+    if dates and sum(d.end - d.start for d in dates) >= 0.6 * len(concept.strip()):
+        text_dates = _cached_dates(text)
+        return all(any(dates_match(d, td) for td in text_dates) for d in dates)
+    quants = _cached_quantities(concept)
+    if quants and sum(q.end - q.start for q in quants) >= 0.6 * len(concept.strip()):
+        text_q = _cached_quantities(text)
+        return all(any(quantities_match(q, tq) for tq in text_q) for q in quants)
+    if c.terms:
+        covered = sum(1 for term in c.terms if term in tx.terms)
+        if covered / len(c.terms) >= threshold:
+            return True
+        if _cjk_char_coverage(c.compact, tx.terms) >= threshold:
+            return True
+    if 8 <= len(c.compact) <= len(tx.compact) <= _MAX_FUZZY_TEXT:
+        score = fuzz.partial_ratio(c.compact, tx.compact)
+        if score >= 100 * (1 + threshold) / 2:
+            return True
+    return any(pattern.search(text) for pattern in _short_forms(concept))
+
+
+_NAME_FILLER = frozenset(["of", "and", "&", "de", "the", "for"])
+_ZH_ORG_TAILS = ("股份有限公司", "有限责任公司", "有限公司", "集团公司", "集团", "公司")
+
+
+@lru_cache(maxsize=4096)
+def _short_forms(concept: str) -> tuple[re.Pattern[str], ...]:
+    """How a text may refer to a name it introduced in full: an organisation by its
+    first distinctive word ("Greenleaf Agritech" -> "Greenleaf"), a person by the
+    surname ("M. Cooper" -> "Cooper"), a Chinese organisation without its legal suffix
+    ("绿洲科技有限公司" -> "绿洲科技"). Matched case-sensitively on word boundaries."""
+    c = concept.strip()
+    if any(is_cjk(ch) for ch in c):
+        for tail in _ZH_ORG_TAILS:
+            if c.endswith(tail) and len(c) - len(tail) >= 2:
+                return (re.compile(re.escape(c[: -len(tail)])),)
+        return ()
+    words = [w for w in re.sub(r"['’]s\b", "", c).split() if w.lower() not in _NAME_FILLER]
+    if len(words) < 2 or not all(w[:1].isupper() for w in words):
+        return ()
+    forms: list[str] = []
+    if re.fullmatch(r"[A-Z]\.", words[0]) or words[0].lower().rstrip(".") in _TITLES:
+        forms.append(words[-1])  # M. Cooper, Dr. Smith
+    else:
+        head = words[0].rstrip(".")
+        if len(head) >= 4 and head.lower() not in _EN_GENERIC | _EN_STARTERS:
+            forms.append(head)  # Greenleaf Agritech, Corvane Semiconductor
+    return tuple(re.compile(rf"(?<![\w]){re.escape(f)}(?![\w])") for f in forms if len(f) >= 3)
+
+
+# --------------------------------------------------------------------------- support
+
+_RE_LATIN_ALPHA = re.compile(r"[A-Za-z]+")
+_STOP_ZH_CHARS = frozenset(
+    "的了和是在有与及或也就都而其之这那哪个些什么吗呢吧啊于被把对从到为以将并等中上下由该此如何请"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Support:
+    """How much of a text's content is found in some source texts.
+
+    Content units are Latin content words (stopwords and numbers excluded) and CJK
+    characters (function characters excluded). A CJK character counts as supported when
+    a bigram it belongs to occurs in a source; isolated unsupported characters are
+    forgiven (rewording), runs of two or more are not.
+    """
+
+    total: int
+    unsupported: int
+    examples: tuple[str, ...]
+
+    @property
+    def unsupported_share(self) -> float:
+        return self.unsupported / self.total if self.total else 0.0
+
+
+def content_support(text: str, sources: Iterable[str]) -> Support:
+    """Which content of ``text`` is absent from every text of ``sources``.
+
+    Numbers and dates are blanked first (they are compared by value elsewhere, see
+    :func:`quantities_match` and :func:`dates_match`). Returns the number of content
+    units, how many are unsupported, and the unsupported words/CJK spans in text order.
+    """
+    support: set[str] = set()
+    for src in sources:
+        support |= _prepare(src).terms
+    t = _fold(text)
+    chars = list(t)
+    for span_s, span_e in [
+        *((q.start, q.end) for q in _cached_quantities(text)),
+        *((d.start, d.end) for d in _cached_dates(text)),
+    ]:
+        for i in range(span_s, min(span_e, len(chars))):
+            chars[i] = " "
+    t = "".join(chars)
+    total = 0
+    unsupported = 0
+    examples: list[tuple[int, str]] = []
+    for m in _RE_LATIN_ALPHA.finditer(t):
+        low = m.group().lower()
+        if len(low) < 2 or low in STOPWORDS_EN:
+            continue
+        total += 1
+        if _stem(low) not in support and low not in support:
+            unsupported += 1
+            examples.append((m.start(), m.group()))
+    for m in _RE_CJK_RUN.finditer(t):
+        run = m.group()
+        n = len(run)
+        ok = [
+            (n == 1 and run in support)
+            or (i > 0 and run[i - 1 : i + 1] in support)
+            or (i + 1 < n and run[i : i + 2] in support)
+            for i in range(n)
+        ]
+        i = 0
+        while i < n:
+            if run[i] in _STOP_ZH_CHARS:
+                i += 1
+                continue
+            total += 1
+            if ok[i]:
+                i += 1
+                continue
+            j = i
+            while j < n and not ok[j] and run[j] not in _STOP_ZH_CHARS:
+                j += 1
+            length = j - i
+            total += length - 1
+            if length >= 2:
+                unsupported += length
+                examples.append((m.start() + i, run[i:j]))
+            i = j
+    examples.sort()
+    return Support(total, unsupported, tuple(e for _, e in examples))

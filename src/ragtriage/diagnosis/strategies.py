@@ -1,0 +1,303 @@
+"""How a failing example is attributed to a stage and an error type.
+
+Three strategies (seed 000, §5 and App. B.4), each with a rules and an LLM judge:
+
+* ``ragec`` — the paper's method: GT chunks, backward stage cascade (generation →
+  reranking → chunking/retrieval by concept coverage), then K votes on the types of
+  that stage with only that stage's context.
+* ``single-step`` (B.4.1) — one judgement over all 16 types with all the context; the
+  stage is the stage of the modal type. Rules: every stage's type tests pooled.
+* ``stage-sequential`` (B.4.2) — forward over the pipeline, asking at each stage
+  "is there an error here?"; the first yes wins, generation by elimination. Rules:
+  the first stage (chunking → retrieval → reranking) whose type tests fire.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from ragtriage.config import DiagnosisConfig
+from ragtriage.diagnosis._calls import LLMCalls
+from ragtriage.diagnosis._context import CaseContext, TypeEvidence
+from ragtriage.diagnosis.concepts import (
+    ConceptCoverage,
+    llm_concept_coverage,
+    rules_concept_coverage,
+)
+from ragtriage.diagnosis.gt_chunks import GTChunks, determine_gt_chunks
+from ragtriage.diagnosis.stage import gt_flow, stage_from_coverage, stage_from_flow
+from ragtriage.diagnosis.types_llm import (
+    llm_type_votes,
+    parse_stage_check,
+    parse_votes,
+    single_step,
+    stage_check,
+    stage_prompt,
+)
+from ragtriage.diagnosis.types_rules import rule_type_evidence, rule_type_votes
+from ragtriage.diagnosis.votes import UNDETERMINED, apportion_votes, summarize_votes
+from ragtriage.records import AnswerLabel, ErrorType, Stage, Trace, Vote, types_of_stage
+from ragtriage.text import detect_language
+
+__all__ = [
+    "PAPER_PROTOCOL",
+    "STRATEGIES",
+    "Attribution",
+    "CostOptions",
+    "Strategy",
+    "StrategyEnv",
+    "attribute",
+]
+
+Strategy = Literal["ragec", "single-step", "stage-sequential"]
+STRATEGIES: tuple[Strategy, ...] = ("ragec", "single-step", "stage-sequential")
+
+#: stage-sequential (rules): a stage "has an error" when one of its tests scores this much
+_FIRES = 0.5
+_FORWARD = (Stage.CHUNKING, Stage.RETRIEVAL, Stage.RERANKING)
+
+
+@dataclass(frozen=True, slots=True)
+class CostOptions:
+    """Cost savers of the LLM judge; all off reproduces the paper's protocol.
+
+    ``n_sampling``: one ``n=K`` request per vote round instead of K requests;
+    ``batch_concepts``: one containment call for all concepts instead of one each;
+    ``gt_from_data``: take GT chunks from the dataset or references when they exist
+    instead of asking the LLM.
+    """
+
+    n_sampling: bool = True
+    batch_concepts: bool = True
+    gt_from_data: bool = True
+
+
+PAPER_PROTOCOL = CostOptions(n_sampling=False, batch_concepts=False, gt_from_data=False)
+
+
+@dataclass(frozen=True, slots=True)
+class StrategyEnv:
+    """What a strategy needs besides the trace."""
+
+    judge: Literal["rules", "llm"]
+    config: DiagnosisConfig
+    calls: LLMCalls | None = None
+    options: CostOptions = field(default_factory=CostOptions)
+
+
+@dataclass(frozen=True, slots=True)
+class Attribution:
+    """Stage, votes and evidence for one failing example; ``stage is None`` when the
+    stage could not be decided (``stage_reason`` then starts with the step name)."""
+
+    stage: Stage | None
+    stage_reason: str
+    votes: tuple[Vote, ...] = ()
+    evidence: tuple[str, ...] = ()
+    gt: GTChunks | None = None
+    coverage: ConceptCoverage | None = None
+
+
+def _language(trace: Trace) -> str:
+    return trace.example.language or detect_language(trace.example.query)
+
+
+def _context(
+    trace: Trace,
+    stage: Stage,
+    label: AnswerLabel,
+    gt: GTChunks | None,
+    cov: ConceptCoverage | None,
+) -> CaseContext:
+    return CaseContext(
+        trace=trace,
+        stage=stage,
+        answer_label=label,
+        language=_language(trace),
+        gt_chunk_ids=gt.ids if gt is not None else (),
+        concepts=cov.concepts if cov is not None else (),
+        concept_hits=dict(cov.hits) if cov is not None else {},
+    )
+
+
+def _gt_evidence(gt: GTChunks | None, cov: ConceptCoverage | None) -> list[str]:
+    out: list[str] = []
+    if gt is not None:
+        out.append(f"ground-truth chunks ({gt.source or 'none'}): {gt.reason}")
+        if gt.unlocated_references:
+            out.append(f"{len(gt.unlocated_references)} reference(s) not found in the GT documents")
+    if cov is not None and cov.concepts:
+        missing = [c for c in cov.concepts if not cov.hits.get(c)]
+        text = f"concepts ({cov.method}): {len(cov.concepts) - len(missing)}/{len(cov.concepts)} in GT chunks"
+        if missing:
+            text += f"; missing: {', '.join(missing[:5])}"
+        out.append(text)
+    if cov is not None and cov.note:
+        out.append(f"concepts: {cov.note}")
+    return out
+
+
+def _require_calls(env: StrategyEnv) -> LLMCalls:
+    if env.calls is None:
+        raise ValueError("the LLM judge needs an LLMRunner")
+    return env.calls
+
+
+# -- ragec ----------------------------------------------------------------------------
+
+
+async def _ragec(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribution:
+    cfg = env.config
+    llm = env.judge == "llm"
+    calls = _require_calls(env) if llm else None
+    gt = await determine_gt_chunks(trace, cfg, calls, use_given=env.options.gt_from_data or not llm)
+    call = stage_from_flow(gt_flow(trace, gt.ids), cfg)
+    cov: ConceptCoverage | None = None
+    if call is None:  # chunking vs retrieval: only now are the concepts needed
+        if calls is not None:
+            cov = await llm_concept_coverage(
+                trace, gt.ids, calls, batched=env.options.batch_concepts
+            )
+        else:
+            cov = rules_concept_coverage(trace, gt.ids)
+        call = stage_from_coverage(cov.coverage, len(cov.concepts), cfg)
+    evidence = _gt_evidence(gt, cov)
+    if call.stage is None:
+        return Attribution(None, call.reason, (), tuple(evidence), gt, cov)
+    ctx = _context(trace, call.stage, label, gt, cov)
+    if calls is not None:
+        votes, more = await llm_type_votes(ctx, cfg.k, calls)
+    else:
+        votes, more = rule_type_votes(ctx, cfg.k)
+    return Attribution(call.stage, call.reason, tuple(votes), (*evidence, *more), gt, cov)
+
+
+# -- single-step ----------------------------------------------------------------------
+
+
+def _pooled_scores(ctxs: Sequence[CaseContext]) -> tuple[dict[ErrorType, float], list[str]]:
+    scores: dict[ErrorType, float] = {}
+    lines: list[str] = []
+    for ctx in ctxs:
+        found: list[TypeEvidence] = rule_type_evidence(ctx)
+        for ev in found:
+            if ev.score > scores.get(ev.error_type, 0.0):
+                scores[ev.error_type] = ev.score
+            lines.append(f"{ev.error_type} ({ev.score:.2f}): {ev.evidence}")
+    return scores, lines
+
+
+async def _single_step(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribution:
+    cfg = env.config
+    if env.judge == "llm":
+        calls = _require_calls(env)
+        texts, failures = await calls.samples(single_step(trace), cfg.k, purpose="type_single_step")
+        votes = parse_votes(texts, list(ErrorType))
+        evidence = []
+        if failures:
+            evidence.append(f"LLM type judge: request failed: {failures[0].reason}")
+        return _by_mode(tuple(votes), evidence, None, None)
+    gt = await determine_gt_chunks(trace, cfg, None)
+    cov = rules_concept_coverage(trace, gt.ids)
+    base = _context(trace, Stage.GENERATION, label, gt, cov)
+    scores, lines = _pooled_scores([replace(base, stage=s) for s in Stage])
+    votes = apportion_votes(scores, cfg.k)
+    return _by_mode(tuple(votes), [*_gt_evidence(gt, cov), *lines], gt, cov)
+
+
+def _by_mode(
+    votes: tuple[Vote, ...],
+    evidence: list[str],
+    gt: GTChunks | None,
+    cov: ConceptCoverage | None,
+) -> Attribution:
+    """Single-step: the stage is implicit, the stage of the modal type."""
+    summary = summarize_votes(votes)
+    if summary.mode is None:
+        return Attribution(
+            None,
+            "type_classification: no readable type among the single-step votes",
+            votes,
+            tuple(evidence),
+            gt,
+            cov,
+        )
+    reason = f"single-step: stage of the modal type {summary.mode} ({summary.mode.title})"
+    return Attribution(summary.mode.stage, reason, votes, tuple(evidence), gt, cov)
+
+
+# -- stage-sequential -----------------------------------------------------------------
+
+
+async def _stage_sequential(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribution:
+    cfg = env.config
+    if env.judge == "llm":
+        return await _stage_sequential_llm(env, trace, label)
+    gt = await determine_gt_chunks(trace, cfg, None)
+    cov = rules_concept_coverage(trace, gt.ids)
+    base = _context(trace, Stage.GENERATION, label, gt, cov)
+    evidence = _gt_evidence(gt, cov)
+    for stage in _FORWARD:
+        ctx = replace(base, stage=stage)
+        fired = [e for e in rule_type_evidence(ctx) if e.score >= _FIRES]
+        if fired:
+            votes, more = rule_type_votes(ctx, cfg.k)
+            best = max(fired, key=lambda e: e.score)
+            reason = (
+                f"stage-sequential: first stage whose tests fire ({best.error_type} "
+                f"{best.score:.2f}: {best.evidence})"
+            )
+            return Attribution(stage, reason, tuple(votes), (*evidence, *more), gt, cov)
+        evidence.append(f"stage-sequential: no {stage.value} test fired")
+    votes, more = rule_type_votes(base, cfg.k)
+    reason = "stage-sequential: no earlier stage's tests fired; generation by elimination"
+    return Attribution(Stage.GENERATION, reason, tuple(votes), (*evidence, *more), gt, cov)
+
+
+async def _stage_sequential_llm(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribution:
+    cfg = env.config
+    calls = _require_calls(env)
+    evidence: list[str] = []
+    for stage in _FORWARD:
+        texts, failures = await calls.samples(
+            stage_check(trace, stage), cfg.k, purpose=f"stage_check_{stage.value}"
+        )
+        votes, no_error = parse_stage_check(texts, types_of_stage(stage))
+        typed = sum(1 for v in votes if v != UNDETERMINED)
+        unreadable = len(votes) - no_error - typed
+        if failures:
+            evidence.append(f"stage-sequential {stage.value}: request failed: {failures[0].reason}")
+        if typed > no_error:
+            reason = (
+                f"stage-sequential: {typed}/{len(votes)} samples found a {stage.value} error "
+                f"({no_error} saw none, {unreadable} unreadable)"
+            )
+            if no_error:
+                evidence.append(f"{no_error} 'no error' sample(s) recorded as undetermined votes")
+            return Attribution(stage, reason, tuple(votes), tuple(evidence))
+        evidence.append(
+            f"stage-sequential {stage.value}: {no_error} no-error, {typed} typed, "
+            f"{unreadable} unreadable sample(s)"
+        )
+    ctx = _context(trace, Stage.GENERATION, label, None, None)
+    texts, failures = await calls.samples(stage_prompt(ctx), cfg.k, purpose="type_generation")
+    votes = parse_votes(texts, types_of_stage(Stage.GENERATION))
+    if failures:
+        evidence.append(f"LLM type judge: request failed: {failures[0].reason}")
+    reason = "stage-sequential: no earlier stage judged at fault; generation by elimination"
+    return Attribution(Stage.GENERATION, reason, tuple(votes), tuple(evidence))
+
+
+async def attribute(
+    strategy: Strategy, env: StrategyEnv, trace: Trace, label: AnswerLabel
+) -> Attribution:
+    """Stage and type votes for one failing example by ``strategy``."""
+    if strategy == "ragec":
+        return await _ragec(env, trace, label)
+    if strategy == "single-step":
+        return await _single_step(env, trace, label)
+    if strategy == "stage-sequential":
+        return await _stage_sequential(env, trace, label)
+    raise ValueError(f"unknown strategy {strategy!r}; expected one of {STRATEGIES}")

@@ -1,0 +1,1601 @@
+"""The offline rules judge for error *types* (seed 000, §4 and App. B.3).
+
+An LLM judge reads the attributed stage's context and names one of the stage's error
+types (Listings 7-10), K times. This module does the same with deterministic tests:
+each error type of a stage has one or more tests that look only at that stage's context
+(:class:`~ragtriage.diagnosis._context.CaseContext`) and, when they fire, return a
+:class:`~ragtriage.diagnosis._context.TypeEvidence` with a score in ``(0, 1]`` and a
+concrete sentence saying what was found.
+
+:func:`rule_type_votes` turns the fired tests into K votes, distributed in proportion to
+the scores (largest remainder), plus a residual share for the stage's other types that
+grows as the strongest test gets weaker. The mode, second mode and mode frequency of
+the votes therefore carry the tests' strength: one decisive test gives a 9-1 or 10-0
+split, two comparable tests split the votes, and when no test fires the votes follow a
+weak stage prior (from the mode distribution of seed 000, Table 2) and are never
+unanimous. (A generation case with an answer always gets at least a weak lean, score
+0.3, towards E12 or E13, which leaves the votes split as well.)
+
+Every test works on English and Chinese text (terms are stemmed words or character
+bigrams; facts come from :mod:`ragtriage.diagnosis.facts`). Work is linear in the
+length of the stage's texts; regexes are compiled once.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import pairwise
+from statistics import median
+from types import MappingProxyType
+
+from ragtriage.diagnosis._context import CaseContext, TypeEvidence
+from ragtriage.diagnosis.facts import (
+    DateMention,
+    Quantity,
+    Support,
+    concept_in_text,
+    content_support,
+    dates_match,
+    extract_dates,
+    extract_entities,
+    extract_quantities,
+    key_terms,
+    normalize,
+    quantities_match,
+)
+from ragtriage.groundtruth import locate_reference, reconstruct_text
+from ragtriage.records import AnswerLabel, Chunk, ErrorType, Stage, Vote, types_of_stage
+from ragtriage.text import count_tokens, split_sentences
+
+__all__ = [
+    "STAGE_PRIORS",
+    "abstains",
+    "distribute_votes",
+    "rule_type_evidence",
+    "rule_type_votes",
+]
+
+E = ErrorType
+
+#: Weak priors per stage, used when no test fires and for the residual vote share.
+#: Shaped like the mode distribution RAGEC found on DragonBall-EN (seed 000, Table 2),
+#: flattened so that no type is ruled out.
+STAGE_PRIORS: Mapping[Stage, Mapping[ErrorType, float]] = MappingProxyType(
+    {
+        Stage.CHUNKING: MappingProxyType({E.E1: 0.15, E.E2: 0.25, E.E3: 0.60}),
+        Stage.RETRIEVAL: MappingProxyType({E.E4: 0.60, E.E5: 0.28, E.E6: 0.12}),
+        Stage.RERANKING: MappingProxyType({E.E7: 0.75, E.E8: 0.25}),
+        Stage.GENERATION: MappingProxyType(
+            {
+                E.E9: 0.05,
+                E.E10: 0.20,
+                E.E11: 0.05,
+                E.E12: 0.15,
+                E.E13: 0.30,
+                E.E14: 0.12,
+                E.E15: 0.03,
+                E.E16: 0.10,
+            }
+        ),
+    }
+)
+
+#: Share of the votes left to the stage's other types is ``RESIDUAL * (1 - top score)``.
+RESIDUAL = 0.5
+
+
+# =========================================================================== helpers
+
+_RE_ABSTAIN_EN = re.compile(
+    r"\b(?:not\s+(?:explicitly\s+|specifically\s+|directly\s+|clearly\s+)?(?:mentioned|"
+    r"provided|specified|stated|given|available|found|included|disclosed|indicated|"
+    r"addressed|described|covered|detailed|contained|present)|no\s+(?:specific\s+|relevant\s+"
+    r"|further\s+)?(?:information|mention|data|details|record|evidence)|(?:cannot|can\s*not|"
+    r"can't|unable\s+to|impossible\s+to|not\s+possible\s+to)\s+(?:be\s+)?(?:answer|answered|"
+    r"determine|determined|find|found|say|tell|provide|know|identify|confirm|infer|"
+    r"ascertain)|(?:does|do|did)\s*(?:not|n't)\s+(?:contain|provide|mention|specify|say|"
+    r"include|state|give|indicate|disclose)|insufficient\s+information|not\s+enough\s+"
+    r"information|i\s+(?:don't|do\s+not)\s+know|unanswerable|unknown)\b",
+    re.IGNORECASE,
+)
+_RE_ABSTAIN_ZH = re.compile(
+    r"无法(?:回答|确定|得知|判断|提供|给出|找到|获知|知晓|从)|无从(?:得知|知晓|判断)|"
+    r"(?:未|没有|并未|并没有)(?:明确)?(?:提及|提到|提供|说明|给出|涉及|记载|披露|包含|显示)|"
+    r"(?:没有|无)相关(?:信息|内容|数据|记录)|信息不足|不清楚|不知道|不详|未知"
+)
+_RE_TEMPORAL_Q = re.compile(
+    r"\b(?:when|what\s+year|which\s+year|what\s+month|which\s+month|what\s+date|which\s+date|"
+    r"what\s+time|how\s+long\s+ago|earlier|earliest|later|latest|first|sooner|before|after|"
+    r"sequence|order|chronolog\w*|timeline|date|dates)\b|何时|什么时候|哪一年|哪年|哪个月|几月|"
+    r"哪天|哪一天|日期|时间|先后|更早|更晚|最早|最晚|之前|之后|顺序|首先|最先",
+    re.IGNORECASE,
+)
+_RE_COMPARE_TIME_Q = re.compile(
+    r"\b(?:earlier|earliest|later|latest|first|sooner|before|after)\b|先|更早|更晚|最早|最晚|早于|晚于",
+    re.IGNORECASE,
+)
+_RE_NUMBER_Q = re.compile(
+    r"\b(?:how\s+many|how\s+much|what\s+(?:was|is|were|are)\s+the\s+(?:total|amount|number|"
+    r"percentage|value|size|cost|price)|percentage|proportion|amount)\b|多少|几个|几名|几家|几次|金额|比例|百分比|数额|数量|总额",
+    re.IGNORECASE,
+)
+_RE_PERSON_Q = re.compile(r"\b(?:who|whom)\b|谁|哪位|什么人", re.IGNORECASE)
+_RE_GENERAL = re.compile(
+    r"\b(?:generally|in\s+general|typically|usually|commonly|normally|as\s+a\s+rule|in\s+most\s+"
+    r"cases|it\s+is\s+(?:widely\s+|well\s+|commonly\s+)?(?:known|believed|accepted)|tends?\s+to|"
+    r"is\s+often|are\s+often|common\s+practice|industry\s+standard)\b|一般来说|一般而言|"
+    r"一般情况下|通常|普遍|众所周知|往往|大多数情况|常见",
+    re.IGNORECASE,
+)
+_RE_CALCULATION = re.compile(r"\d[\d,.]*\s*[%$a-zA-Z万亿元]*\s*[-+×x*/÷=]\s*[$￥¥]?\d")
+_RE_ANAPHORA = re.compile(
+    r"\b(?:the|this|that)\s+(?:company|firm|group|court|patient|defendant|plaintiff|hospital|"
+    r"bank|country|organi[sz]ation|city|region|government|business|subsidiary|project|product|"
+    r"drug|case|report|agreement|transaction|deal|person|doctor|judge|professor|prosecutor|"
+    r"nurse|clinic|insurer|issuer|borrower|lender|buyer|seller)\b|\bthe\s+(?:former|latter)\b|"
+    r"该(?:公司|集团|院|银行|医院|法院|患者|被告人|被告|原告|法官|审判长|审判员|医生|医师|董事长|"
+    r"总经理|证人|检察官|企业|机构)|本公司|本院|上述(?:公司|人员|事项|企业)",
+    re.IGNORECASE,
+)
+_RE_OPENING_PRONOUN = re.compile(
+    r"\s*(?:It|Its|They|Their|He|His|She|Her|This|These)\b|\s*[他她它其该]"
+)
+
+
+def abstains(text: str) -> bool:
+    """Whether ``text`` contains an abstention phrase ("not mentioned", "无法回答", ...)."""
+    return bool(_RE_ABSTAIN_EN.search(text) or _RE_ABSTAIN_ZH.search(text))
+
+
+def _short(text: str, n: int = 60) -> str:
+    t = " ".join(text.split())
+    return t if len(t) <= n else t[: n - 1] + "…"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def _clip(x: float) -> float:
+    return max(0.01, min(1.0, x))
+
+
+def _coverage(needles: frozenset[str], hay: frozenset[str]) -> float:
+    return len(needles & hay) / len(needles) if needles else 0.0
+
+
+def _fmt_q(q: Quantity) -> str:
+    return _short(q.raw, 40)
+
+
+def _fmt_d(d: DateMention) -> str:
+    return _short(d.raw, 40)
+
+
+def _names_overlap(a: str, b: str) -> bool:
+    na, nb = normalize(a), normalize(b)
+    return bool(na and nb) and (na in nb or nb in na)
+
+
+def _salient(qs: Iterable[Quantity], query_qs: Sequence[Quantity]) -> list[Quantity]:
+    """Quantities worth checking: not a restated query number, not a bare 0/1 count."""
+    out = []
+    for q in qs:
+        if not q.unit and q.value in (0.0, 1.0):
+            continue
+        if any(quantities_match(q, x) for x in query_qs):
+            continue
+        out.append(q)
+    return out
+
+
+@dataclass
+class _Found:
+    """Tests that fired, collected per error type (noisy-or of the scores)."""
+
+    scores: dict[ErrorType, float] = field(default_factory=dict)
+    notes: dict[ErrorType, list[str]] = field(default_factory=dict)
+
+    def add(self, error_type: ErrorType, score: float, evidence: str) -> None:
+        if score <= 0:
+            return
+        s = _clip(score)
+        prev = self.scores.get(error_type)
+        self.scores[error_type] = s if prev is None else 1 - (1 - prev) * (1 - s)
+        self.notes.setdefault(error_type, []).append(evidence)
+
+    def evidence(self) -> list[TypeEvidence]:
+        out = [
+            TypeEvidence(t, round(_clip(self.scores[t]), 4), "; ".join(self.notes[t]))
+            for t in self.scores
+        ]
+        order = list(ErrorType)
+        out.sort(key=lambda e: (-e.score, order.index(e.error_type)))
+        return out
+
+
+# =========================================================================== chunking
+
+
+def _doc_groups(chunks: Iterable[Chunk]) -> dict[str, list[Chunk]]:
+    groups: dict[str, list[Chunk]] = {}
+    for c in chunks:
+        groups.setdefault(c.doc_id, []).append(c)
+    for g in groups.values():
+        g.sort(key=lambda c: (c.index, c.start))
+    return groups
+
+
+_RE_SENT_END = re.compile(r"[.!?]+(?=\s)|[。！？；]+|\n+")
+_RE_CJK_CHARS = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
+
+
+def _sentence_count(text: str) -> int:
+    """Approximate number of sentences: terminators followed by space, full-width
+    terminators and line breaks (cheap; abbreviations count as ends)."""
+    t = text.strip()
+    if not t:
+        return 0
+    n = len(_RE_SENT_END.findall(t))
+    return n + (0 if t[-1] in ".!?。！？；" else 1)
+
+
+def _approx_tokens(text: str) -> int:
+    """Latin words plus CJK characters."""
+    cjk = sum(len(r) for r in _RE_CJK_CHARS.findall(text))
+    return cjk + len(_RE_CJK_CHARS.sub(" ", text).split())
+
+
+def _chunking_tests(ctx: CaseContext, found: _Found) -> None:
+    """Chunking types (seed 000 §4.1; Listing 7), over the ground-truth documents.
+
+    Sizes are relative: the median chunk length against the mean sentence length of
+    the document ("sentences per chunk"), plus the ground-truth chunks' token counts.
+
+    * **E1 Overchunking** — (a) chunks are fragments: under two sentences per chunk,
+      or ground-truth chunks of 24 tokens or fewer; (b) a reference (evidence sentence)
+      lies across several chunks and is longer than a chunk (or chunks are fragments);
+      (c) the answer needs three or more consecutive chunks; (d) with fragment-sized
+      chunks, a missing query concept sits in another chunk.
+    * **E2 Underchunking** — (a) chunks are large (ground-truth chunks of >= 300 tokens,
+      >= 900 characters for Chinese) and hold ten or more sentences, or a whole long
+      document is one chunk; (b) in such large chunks, the answer-bearing sentences
+      (inside a located reference, or sharing half their terms with the ground truth)
+      are under a quarter of the text: diluted.
+    * **E3 Context Mismatch** — (a) a query concept missing from the ground-truth
+      chunks appears in another chunk of the same document, above all in a neighbouring
+      one (the link was cut off); (b) the ground-truth chunk refers to the missing name
+      by a definite description ("the company", "该公司") or opens with a pronoun;
+      (c) a chunk boundary of a normal-sized chunk cuts through a short reference.
+      The strongest finding decides the score (more missing concepts add a little).
+    """
+    trace = ctx.trace
+    example = trace.example
+    cmap = ctx.chunks
+    gt = [cmap[i] for i in ctx.gt_chunk_ids if i in cmap]
+    gt_ids = {c.chunk_id for c in gt}
+    groups = _doc_groups(trace.gt_doc_chunks or gt)
+    if not groups:
+        return
+    gt_docs = {c.doc_id for c in gt} or set(groups)
+
+    # ---- chunk size relative to sentence length, over the ground-truth documents
+    ratios: list[float] = []
+    chunk_tokens: list[int] = []
+    doc_texts: dict[str, tuple[str, int]] = {}
+    whole_long_doc = False
+    for doc_id in gt_docs:
+        chunks = groups.get(doc_id, [])
+        if not chunks:
+            continue
+        text, offset = reconstruct_text(chunks)
+        doc_texts[doc_id] = (text, offset)
+        n_sents = _sentence_count(text)
+        if not text.strip():
+            continue
+        sent_len = len(text.strip()) / n_sents
+        chunk_len = median(len(c.text) for c in chunks)
+        if sent_len > 0:
+            ratios.append(chunk_len / sent_len)
+        chunk_tokens.extend(_approx_tokens(c.text) for c in chunks if c.chunk_id in gt_ids)
+        if len(chunks) == 1 and n_sents >= 15:
+            whole_long_doc = True
+    ratio = median(ratios) if ratios else None
+    med_tokens = round(median(chunk_tokens)) if chunk_tokens else None
+    cjk_doc = ctx.language.startswith("zh")
+    small = (ratio is not None and ratio < 2.0) or (med_tokens is not None and med_tokens <= 24)
+    big_chunks = med_tokens is not None and med_tokens >= (900 if cjk_doc else 300)
+    whole_long_doc = whole_long_doc and big_chunks
+    large = big_chunks and ((ratio is not None and ratio >= 10.0) or whole_long_doc)
+
+    if ratio is not None and ratio < 2.0:
+        found.add(
+            E.E1,
+            0.35 + 0.5 * min(1.0, (2.0 - ratio) / 1.5),
+            f"chunks are fragments: a median chunk is {ratio:.1f}x the median sentence "
+            f"({med_tokens} tokens)",
+        )
+    elif med_tokens is not None and med_tokens <= 24:
+        found.add(E.E1, 0.55, f"chunks are tiny: median {med_tokens} tokens")
+    if ratio is not None and large and not whole_long_doc:
+        found.add(
+            E.E2,
+            0.45 + 0.4 * min(1.0, (ratio - 10.0) / 20.0),
+            f"chunks are very large: a ground-truth chunk has about {med_tokens} tokens, "
+            f"some {ratio:.0f} sentences",
+        )
+    elif whole_long_doc:
+        found.add(E.E2, 0.55, "a long document (15+ sentences) is a single chunk")
+
+    # ---- references: split across chunks?
+    ref_spans: dict[str, list[tuple[int, int]]] = {}
+    for ref in example.references:
+        if not ref.strip():
+            continue
+        for doc_id, (text, offset) in doc_texts.items():
+            span = locate_reference(text, ref, fuzzy=len(text) <= 20_000)
+            if span is None:
+                continue
+            s, e = span[0] + offset, span[1] + offset
+            ref_spans.setdefault(doc_id, []).append((s, e))
+            chunks = groups[doc_id]
+            holders = [c for c in chunks if c.start <= s and c.end >= e]
+            if holders:
+                break
+            touched = [c for c in chunks if min(c.end, e) - max(c.start, s) > 0]
+            if len(touched) < 2:
+                break
+            ref_len = e - s
+            chunk_len = median(len(c.text) for c in chunks)
+            ids = ", ".join(c.chunk_id for c in touched[:4])
+            if ref_len > chunk_len or small:
+                found.add(
+                    E.E1,
+                    0.45 + 0.1 * min(3, len(touched) - 1),
+                    f"reference '{_short(ref, 50)}' ({ref_len} chars) is cut into "
+                    f"{len(touched)} chunks ({ids}) of ~{chunk_len:.0f} chars",
+                )
+            else:
+                found.add(
+                    E.E3,
+                    0.5,
+                    f"a chunk boundary cuts reference '{_short(ref, 50)}' between chunks {ids}",
+                )
+            break
+
+    # ---- the answer needs several consecutive small chunks
+    if len(gt) >= 3:
+        by_doc = _doc_groups(gt)
+        for doc_id, doc_gt in by_doc.items():
+            idx = [c.index for c in doc_gt]
+            run = 1
+            best = 1
+            for a, b in pairwise(idx):
+                run = run + 1 if b == a + 1 else 1
+                best = max(best, run)
+            if best >= 3:
+                found.add(
+                    E.E1,
+                    0.4 + (0.2 if small else 0.0),
+                    f"the answer is spread over {best} consecutive chunks of {doc_id}",
+                )
+                break
+
+    # ---- dilution of long ground-truth chunks
+    gt_answer_terms = key_terms(" ".join([example.answer, *example.keypoints]))
+    for c in gt if large or (med_tokens or 0) >= (700 if cjk_doc else 250) else ():
+        if _sentence_count(c.text) < 10:
+            continue
+        sents = split_sentences(c.text)
+        if len(sents) < 10:
+            continue
+        spans = ref_spans.get(c.doc_id, [])
+        bearing = 0
+        for sent in sents:
+            abs_s, abs_e = c.start + sent.start, c.start + sent.end
+            in_ref = any(min(abs_e, e) - max(abs_s, b) > 0 for b, e in spans)
+            bears = gt_answer_terms and _coverage(key_terms(sent.text), gt_answer_terms) >= 0.5
+            if in_ref or bears:
+                bearing += len(sent.text)
+        share = bearing / max(1, sum(len(x.text) for x in sents))
+        if share < 0.25:
+            found.add(
+                E.E2,
+                0.25 + (0.3 if large else 0.0) + 0.3 * (0.25 - share) / 0.25,
+                f"ground-truth chunk {c.chunk_id} has {len(sents)} sentences but only "
+                f"{_pct(share)} of its text bears on the answer",
+            )
+            break
+
+    # ---- concepts missing from the ground-truth chunks
+    missing = [k for k in ctx.concepts if not ctx.concept_hits.get(k)]
+    if not missing:
+        return
+    gt_index = {(c.doc_id, c.index) for c in gt}
+    anaphora = _anaphor(gt)
+    e3: list[tuple[float, str]] = []
+    e1: list[str] = []
+    for concept in missing[:6]:
+        where: Chunk | None = None
+        adjacent = False
+        for doc_id in gt_docs:
+            for c in groups.get(doc_id, []):
+                if c.chunk_id in gt_ids or not concept_in_text(concept, c.text):
+                    continue
+                near = any((doc_id, c.index + d) in gt_index for d in (-2, -1, 1, 2))
+                if where is None or (near and not adjacent):
+                    where, adjacent = c, near
+                if adjacent:
+                    break
+            if adjacent:
+                break
+        if where is not None:
+            if small:
+                e1.append(f"query concept '{concept}' sits in chunk {where.chunk_id}")
+            e3.append(
+                (
+                    (0.7 if adjacent else 0.55) * (0.6 if small else 1.0),
+                    f"query concept '{concept}' is missing from the ground-truth chunks but "
+                    f"appears in {'neighbouring ' if adjacent else ''}chunk {where.chunk_id}",
+                )
+            )
+        else:
+            e3.append((0.3, f"query concept '{concept}' appears in no ground-truth chunk"))
+        if anaphora is not None and (concept[:1].isupper() or extract_entities(concept)):
+            e3.append(
+                (
+                    0.5 * (0.7 if small else 1.0),
+                    f"the ground-truth chunk says '{anaphora}' instead of naming '{concept}'",
+                )
+            )
+    if e3:
+        # the strongest finding decides; more missing concepts add a little
+        e3.sort(key=lambda x: -x[0])
+        found.add(
+            E.E3,
+            e3[0][0] + 0.05 * min(3, len(e3) - 1),
+            "; ".join(note for _, note in e3[:3]),
+        )
+    if e1:
+        found.add(
+            E.E1,
+            0.45,
+            "; ".join(e1[:2]) + ", split off from the small ground-truth chunks",
+        )
+
+
+def _anaphor(gt: Sequence[Chunk]) -> str | None:
+    """A definite description ("the company", "该公司") in a ground-truth chunk, or a
+    pronoun opening one ("It ...", "他..."): the chunk leans on context it lacks."""
+    for c in gt:
+        m = _RE_ANAPHORA.search(c.text)
+        if m is not None:
+            return m.group()
+        head = _RE_OPENING_PRONOUN.match(c.text)
+        if head is not None:
+            return head.group().strip()
+    return None
+
+
+# =========================================================================== retrieval
+
+
+def _query_profile(query: str) -> tuple[frozenset[str], list[str]]:
+    """Query terms that say what the query is about (numbers and years dropped: they
+    occur everywhere) and the entities the query names."""
+    terms = frozenset(t for t in key_terms(query) if not t.isdigit()) or key_terms(query)
+    ents = extract_entities(query)
+    # names, not acronyms of roles or units ("CFO", "R&D", "USD")
+    names = [e for e in ents if not (e.replace("&", "").isupper() and len(e) <= 4)]
+    return terms, names
+
+
+def _retrieval_tests(ctx: CaseContext, found: _Found) -> None:
+    """Retrieval types (seed 000 §4.2; Listing 8), over the top 10 retrieved chunks.
+
+    Query coverage of a chunk = share of the query's content terms (numbers left out)
+    found in it; "the query's entities" are the names it mentions (not acronyms).
+
+    * **E4 Missed Retrieval** — ground-truth chunks exist but are not retrieved (score
+      grows with the missed share); stronger when some retrieved chunks come from the
+      ground-truth document(s) or are on topic (query coverage >= 40% and the query's
+      entity present), or when the answer needs several documents and the retrieved
+      chunks come from only some of them (the seed's two-company example).
+    * **E5 Low Relevance** — the head of the retrieved list (the top k' chunks) comes
+      from the right document(s) but not the ground-truth chunk: other facts of the right
+      report; or the retrieved chunks are loosely related (mean query coverage < 12%
+      and best < 30%), or mostly from the right document(s) with coverage < 30%.
+    * **E6 Semantic Drift** — none of the retrieved chunks comes from the ground-truth
+      document(s) although most share some of the query's keywords; stronger when none
+      of them names the query's entity (another company's report with the same section
+      names). Such keyword drift takes precedence over "loosely related" (E5).
+    """
+    trace = ctx.trace
+    example = trace.example
+    cmap = ctx.chunks
+    hits = sorted(trace.retrieved, key=lambda h: h.rank)
+    gt_ids = [i for i in ctx.gt_chunk_ids if i in cmap]
+    gt_docs = set(example.doc_ids) | {cmap[i].doc_id for i in gt_ids}
+    q_terms, q_ents = _query_profile(example.query)
+    top = [h for h in hits[:10] if h.chunk_id in cmap]
+
+    if not hits:
+        found.add(E.E4, 0.9, "nothing was retrieved")
+        return
+
+    retrieved_ids = {h.chunk_id for h in hits}
+    if gt_ids:
+        got = [i for i in gt_ids if i in retrieved_ids]
+        miss = 1 - len(got) / len(gt_ids)
+    else:
+        miss = 0.0
+
+    covs: list[float] = []
+    ent_in: list[bool] = []
+    for h in top:
+        text = cmap[h.chunk_id].text
+        covs.append(_coverage(q_terms, key_terms(text)))
+        has = [concept_in_text(e, text) for e in q_ents]
+        ent_in.append(any(has) if q_ents else True)
+    mean_cov = sum(covs) / len(covs) if covs else 0.0
+    on_topic = mean_cov >= 0.4 and (sum(ent_in) / max(1, len(ent_in)) >= 0.5)
+    doc_share = sum(1 for h in top if h.doc_id in gt_docs) / len(top) if top and gt_docs else None
+
+    best_cov = max(covs) if covs else 0.0
+    # keyword matches: chunks sharing at least one of the query's terms
+    kw_any = sum(1 for c in covs if c > 0) / len(covs) if covs else 0.0
+    no_gt_doc = bool(top) and bool(gt_docs) and doc_share == 0
+    entity_absent = bool(q_ents) and not any(ent_in)
+    drift = no_gt_doc and kw_any >= 0.5 and (entity_absent or mean_cov >= 0.12)
+    loose = bool(covs) and mean_cov < 0.12 and best_cov < 0.3 and not drift
+
+    # the head of the list (what the reranker keeps), no longer than the number of other
+    # chunks the ground-truth documents have
+    siblings = sum(
+        1 for c in trace.gt_doc_chunks if c.doc_id in gt_docs and c.chunk_id not in gt_ids
+    )
+    lead_n = min(max(3, min(10, len(trace.reranked) or 5)), max(2, siblings))
+    lead = top[:lead_n]
+    lead_share = (
+        sum(1 for h in lead if h.doc_id in gt_docs) / len(lead) if lead and gt_docs else 0.0
+    )
+    same_doc_lead = bool(gt_ids) and miss > 0 and len(lead) >= 2 and lead_share >= 0.8
+
+    # ---- E4
+    if gt_ids and miss > 0:
+        score = 0.45 + (0.2 if loose else 0.3) * miss
+        note = f"{len(gt_ids) - len(got)} of {len(gt_ids)} ground-truth chunks not retrieved"
+        if doc_share and not same_doc_lead:
+            score += 0.1
+            note += f"; {_pct(doc_share)} of the retrieved chunks are from the right document(s)"
+        if on_topic:
+            score += 0.1
+            note += f"; the retrieved chunks are on topic (query-term coverage {_pct(mean_cov)})"
+        found.add(E.E4, score, note)
+    elif not gt_ids:
+        found.add(E.E4, 0.3, "no ground-truth chunk is known; the answer was not retrieved")
+    gt_doc_list = sorted({cmap[i].doc_id for i in gt_ids})
+    if len(gt_doc_list) >= 2:
+        seen_docs = [d for d in gt_doc_list if any(h.doc_id == d for h in top)]
+        unseen = [d for d in gt_doc_list if d not in seen_docs]
+        if seen_docs and unseen:
+            found.add(
+                E.E4,
+                0.6,
+                f"the answer needs documents {', '.join(gt_doc_list[:4])}; the retrieved "
+                f"chunks come only from {', '.join(seen_docs[:3])}",
+            )
+
+    # ---- E5
+    if same_doc_lead and not loose:
+        found.add(
+            E.E5,
+            0.6 + 1.5 * (lead_share - 0.8),
+            f"the top {len(lead)} retrieved chunks come from the right document(s) but are "
+            f"about other facts (the ground-truth chunk is not among them)",
+        )
+    elif loose:
+        found.add(
+            E.E5,
+            0.5 + 0.4 * (0.12 - mean_cov) / 0.12,
+            f"the retrieved chunks are loosely related: they share {_pct(mean_cov)} of the "
+            f"query's terms on average (best {_pct(best_cov)})",
+        )
+    elif doc_share is not None and doc_share >= 0.5 and mean_cov < 0.3:
+        found.add(
+            E.E5,
+            0.45 + 0.3 * (doc_share - 0.5) / 0.5,
+            f"{_pct(doc_share)} of the retrieved chunks come from the right document(s) but "
+            f"are about other facts (query-term coverage {_pct(mean_cov)})",
+        )
+
+    # ---- E6
+    if no_gt_doc and (drift or not loose):
+        score = 0.6 + 0.1 * kw_any
+        note = (
+            f"none of the top {len(top)} retrieved chunks comes from the ground-truth "
+            f"document(s), though {_pct(kw_any)} of them share the query's keywords (best "
+            f"coverage {_pct(best_cov)})"
+        )
+        if entity_absent:
+            other = [
+                e
+                for h in top[:3]
+                for e in extract_entities(cmap[h.chunk_id].text)[:2]
+                if not any(_names_overlap(e, q) for q in q_ents)
+            ]
+            score += 0.2
+            note += f"; they never mention '{q_ents[0]}'"
+            if other:
+                note += f" but {', '.join(dict.fromkeys(other[:3]))}"
+        found.add(E.E6, score, note)
+
+
+# =========================================================================== reranking
+
+
+def _rerank_tests(ctx: CaseContext, found: _Found) -> None:
+    """Reranking types (seed 000 §4.3; Listing 9).
+
+    * **E7 Low Recall** — a ground-truth chunk was retrieved but not forwarded to the
+      generator after reranking (score grows with the dropped share, more when the
+      retriever had ranked it near the top).
+    * **E8 Low Precision** — irrelevant chunks are ranked above the truly relevant ones:
+      (a) a ground-truth chunk was kept but below two or more non-ground-truth chunks;
+      (b) the reranker promoted chunks the retriever had ranked below a dropped
+      ground-truth chunk, although they share fewer of the query's terms.
+    """
+    trace = ctx.trace
+    cmap = ctx.chunks
+    gt = set(ctx.gt_chunk_ids)
+    retrieved = sorted(trace.retrieved, key=lambda h: h.rank)
+    reranked = sorted(trace.reranked, key=lambda h: h.rank)
+    kept_order: list[str] = list(trace.context) or [h.chunk_id for h in reranked]
+    kept = set(kept_order)
+    ret_rank = {h.chunk_id: h.rank for h in retrieved}
+    gt_retrieved = [h.chunk_id for h in retrieved if h.chunk_id in gt]
+    if not gt_retrieved:
+        return
+    dropped = [i for i in gt_retrieved if i not in kept]
+    kept_gt = [i for i in kept_order if i in gt]
+    q_terms = key_terms(trace.example.query)
+    k_prime = len(kept_order)
+
+    if dropped:
+        best = min(ret_rank[i] for i in dropped)
+        score = 0.45 + 0.4 * len(dropped) / len(gt_retrieved)
+        if best <= max(1, k_prime):
+            score += 0.1
+        found.add(
+            E.E7,
+            score,
+            f"ground-truth chunk {dropped[0]} was retrieved at rank {best} but not among the "
+            f"{k_prime} chunks forwarded after reranking"
+            + (f" ({len(dropped)} of {len(gt_retrieved)} dropped)" if len(dropped) > 1 else ""),
+        )
+
+    if kept_gt:
+        first_pos = kept_order.index(kept_gt[0])
+        above = first_pos  # all chunks above the first GT chunk are non-GT
+        if above >= 2:
+            found.add(
+                E.E8,
+                0.5 + 0.4 * min(1.0, above / max(2, k_prime - 1)),
+                f"{above} non-ground-truth chunks are ranked above ground-truth chunk "
+                f"{kept_gt[0]} (position {first_pos + 1} of {k_prime})",
+            )
+    if dropped:
+        worst_dropped = min(ret_rank[i] for i in dropped)
+        gt_cov = max(_coverage(q_terms, key_terms(cmap[i].text)) for i in dropped if i in cmap)
+        promoted = [
+            i
+            for i in kept_order
+            if i not in gt
+            and ret_rank.get(i, 10**9) > worst_dropped
+            and i in cmap
+            and _coverage(q_terms, key_terms(cmap[i].text)) < gt_cov
+        ]
+        if promoted:
+            share = len(promoted) / max(1, k_prime)
+            found.add(
+                E.E8,
+                0.3 + 0.35 * share,
+                f"the reranker promoted {len(promoted)} chunk(s) (e.g. {promoted[0]}, retrieved "
+                f"at rank {ret_rank.get(promoted[0])}) that match the query less than the "
+                f"dropped ground-truth chunk",
+            )
+
+
+# =========================================================================== generation
+
+
+@dataclass
+class _Gen:
+    """Lazily computed facts about one generation case."""
+
+    ctx: CaseContext
+
+    @cached_property
+    def query(self) -> str:
+        return self.ctx.trace.example.query
+
+    @cached_property
+    def answer(self) -> str:
+        return self.ctx.trace.answer
+
+    @cached_property
+    def gt(self) -> str:
+        return self.ctx.trace.example.answer
+
+    @cached_property
+    def context(self) -> str:
+        return self.ctx.context_text
+
+    @cached_property
+    def q_terms(self) -> frozenset[str]:
+        return key_terms(self.query)
+
+    @cached_property
+    def a_terms(self) -> frozenset[str]:
+        return key_terms(self.answer)
+
+    @cached_property
+    def a_new(self) -> frozenset[str]:
+        """Answer terms that do not merely repeat the query."""
+        return self.a_terms - self.q_terms
+
+    @cached_property
+    def g_terms(self) -> frozenset[str]:
+        return key_terms(" ".join([self.gt, *self.ctx.trace.example.keypoints]))
+
+    @cached_property
+    def c_terms(self) -> frozenset[str]:
+        return key_terms(self.context)
+
+    @cached_property
+    def ctx_support(self) -> Support:
+        """The answer's content against the context (and the query it may restate)."""
+        return content_support(self.answer, [self.context, self.query])
+
+    @cached_property
+    def ans_ctx(self) -> float:
+        """Share of the answer's content found in the context."""
+        return 1.0 - self.ctx_support.unsupported_share
+
+    @cached_property
+    def truth_support(self) -> Support:
+        """The answer's content against everything it may legitimately rest on:
+        context, query and ground truth (content that is true is not fabricated)."""
+        gt_text = " ".join([self.gt, *self.ctx.trace.example.keypoints])
+        return content_support(self.answer, [self.context, self.query, gt_text])
+
+    @cached_property
+    def gt_ctx(self) -> float:
+        return _coverage(self.g_terms - self.q_terms, self.c_terms) if self.g_terms else 0.0
+
+    @cached_property
+    def ans_gt_p(self) -> float:
+        return _coverage(self.a_new, self.g_terms) if self.a_new else 0.0
+
+    @cached_property
+    def ans_gt_r(self) -> float:
+        g = self.g_terms - self.q_terms
+        return _coverage(g, self.a_terms) if g else 0.0
+
+    @cached_property
+    def ans_gt_f1(self) -> float:
+        p, r = self.ans_gt_p, self.ans_gt_r
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+    @cached_property
+    def on_topic(self) -> float:
+        """How much the answer addresses what the ground truth addresses (0.2..1)."""
+        mentions_query_entity = any(concept_in_text(e, self.answer) for e in self.q_ents)
+        base = max(self.ans_gt_f1 / 0.4, 0.6 if mentions_query_entity else 0.0)
+        return max(0.2, min(1.0, base))
+
+    @cached_property
+    def gt_unanswerable(self) -> bool:
+        ex = self.ctx.trace.example
+        return (not ex.answerable) or not self.gt.strip() or abstains(self.gt)
+
+    @cached_property
+    def abstain_full(self) -> bool:
+        if self.ctx.answer_label is AnswerLabel.ABSTAIN:
+            return True
+        if not self.answer.strip():
+            return True
+        if not abstains(self.answer):
+            return False
+        return len(self.a_new) <= 6 or count_tokens(self.answer) <= 25
+
+    @cached_property
+    def abstain_partial(self) -> bool:
+        return not self.abstain_full and abstains(self.answer)
+
+    # ---- facts
+    @cached_property
+    def q_quants(self) -> list[Quantity]:
+        return extract_quantities(self.query)
+
+    @cached_property
+    def a_quants(self) -> list[Quantity]:
+        return _salient(extract_quantities(self.answer), self.q_quants)
+
+    @cached_property
+    def g_quants(self) -> list[Quantity]:
+        gt_text = " ".join([self.gt, *self.ctx.trace.example.keypoints])
+        return _salient(extract_quantities(gt_text), self.q_quants)
+
+    @cached_property
+    def c_quants(self) -> list[Quantity]:
+        return extract_quantities(self.context)
+
+    @cached_property
+    def q_dates(self) -> list[DateMention]:
+        return extract_dates(self.query)
+
+    @cached_property
+    def a_dates(self) -> list[DateMention]:
+        return [
+            d
+            for d in extract_dates(self.answer)
+            if not any(dates_match(d, q) for q in self.q_dates)
+        ]
+
+    @cached_property
+    def g_dates(self) -> list[DateMention]:
+        return extract_dates(" ".join([self.gt, *self.ctx.trace.example.keypoints]))
+
+    @cached_property
+    def c_dates(self) -> list[DateMention]:
+        return extract_dates(self.context)
+
+    @cached_property
+    def q_ents(self) -> list[str]:
+        return extract_entities(self.query)
+
+    @cached_property
+    def a_ents(self) -> list[str]:
+        return extract_entities(self.answer)
+
+    @cached_property
+    def a_names(self) -> list[str]:
+        """Answer entities, plus capitalised words of the answer that the context also
+        writes capitalised in mid-sentence (a name opening an answer sentence looks like
+        any other first word on its own)."""
+        found = list(self.a_ents)
+        for m in _RE_CAP_WORD.finditer(self.answer):
+            word = m.group()
+            if word in found or word.lower() in _COMMON_FIRST_WORDS:
+                continue
+            if re.search(rf"[a-z,;] {re.escape(word)}\b", self.context):
+                found.append(word)
+        return found
+
+    @cached_property
+    def g_ents(self) -> list[str]:
+        return extract_entities(self.gt)
+
+    @cached_property
+    def ctx_sentences(self) -> list[tuple[int, str]]:
+        return [(s.start, s.text) for s in split_sentences(self.context)]
+
+    @cached_property
+    def _sentence_starts(self) -> list[int]:
+        return [s for s, _ in self.ctx_sentences]
+
+    def sentence_at(self, pos: int) -> str:
+        i = bisect_right(self._sentence_starts, pos) - 1
+        return self.ctx_sentences[i][1] if 0 <= i < len(self.ctx_sentences) else ""
+
+    def in_context(self, name: str) -> bool:
+        return concept_in_text(name, self.context)
+
+    def in_query(self, name: str) -> bool:
+        return concept_in_text(name, self.query)
+
+    def in_gt(self, name: str) -> bool:
+        return concept_in_text(name, self.gt)
+
+    @cached_property
+    def gt_is_value(self) -> bool:
+        """The ground truth is little more than a number or date ("April 2019.")."""
+        has_value = bool(self.g_quants or self.g_dates)
+        words = content_support(self.gt, [self.query]).unsupported
+        return has_value and words <= 3
+
+    @cached_property
+    def contradictions(self) -> int:
+        """Answer facts that disagree with the ground truth's facts of the same kind."""
+        n = 0
+        if self.g_quants:
+            n += sum(
+                1
+                for a in self.a_quants
+                if _comparable(a, self.g_quants)
+                and not any(quantities_match(a, g) for g in self.g_quants)
+            )
+        return n + len(self.wrong_dates)
+
+    @cached_property
+    def wrong_dates(self) -> list[DateMention]:
+        """Answer dates that conflict with a ground-truth date and agree with none."""
+        return [
+            a
+            for a in self.a_dates
+            if not _date_agrees(a, self.g_dates)
+            and any(_date_conflicts(a, x) for x in self.g_dates)
+        ]
+
+
+def _date_covers(source: DateMention, claim: DateMention) -> bool:
+    """``source`` states every part of ``claim`` and agrees on it ("30 June 2021" covers
+    "June 2021"; a bare "2021" does not cover "30 June 2021")."""
+    parts = (
+        (claim.year, source.year),
+        (claim.month, source.month),
+        (claim.day, source.day),
+        (claim.quarter, source.quarter),
+    )
+    return any(c is not None for c, _ in parts) and all(c is None or c == s for c, s in parts)
+
+
+def _date_agrees(a: DateMention, others: Sequence[DateMention]) -> bool:
+    """One of ``others`` covers ``a`` or is covered by it (same date, stated more or
+    less precisely)."""
+    return any(_date_covers(x, a) or _date_covers(a, x) for x in others)
+
+
+def _date_conflicts(a: DateMention, b: DateMention) -> bool:
+    """Both state some part (year, month, day, quarter) and differ on it."""
+    return any(
+        x is not None and y is not None and x != y
+        for x, y in ((a.year, b.year), (a.month, b.month), (a.day, b.day), (a.quarter, b.quarter))
+    )
+
+
+def _comparable(a: Quantity, others: Sequence[Quantity]) -> bool:
+    return any(not a.unit or not o.unit or a.unit == o.unit for o in others)
+
+
+_RE_CAP_WORD = re.compile(r"(?<![\w.])[A-Z][a-z]{2,}\b")
+_COMMON_FIRST_WORDS = frozenset(
+    """the this that these those there their they it its he she his her we our you your
+    in on at by for from with after before during while when where which who what how
+    according yes no not none both each all some any also however therefore although
+    but and or so since because if as""".split()
+)
+
+
+def _mentions(name: str, text: str) -> bool:
+    """``text`` names ``name``, possibly by its last word ("M. Cooper" ~ "Cooper")."""
+    if concept_in_text(name, text):
+        return True
+    words = normalize(name).split()
+    return len(words) > 1 and len(words[-1]) > 2 and f" {words[-1]} " in f" {normalize(text)} "
+
+
+def _answer_entities_near(answer: str, pos: int, ents: Sequence[str]) -> list[str]:
+    """Entities named in the answer sentence that holds position ``pos``."""
+    for s in split_sentences(answer):
+        if s.start <= pos < s.end:
+            return [e for e in ents if e in s.text]
+    return [e for e in ents if e in answer]
+
+
+def _gen_e9_e12(g: _Gen, found: _Found) -> None:
+    """E9 Abstention Failure and the abstention/coverage half of E12 Incomplete Answer.
+
+    * E9 (a): the ground truth is unanswerable (``answerable`` false or an abstention
+      such as "Unable to answer") and the answer does not abstain;
+      (b) the context holds under a third of the ground truth's terms, yet the
+      generator answered instead of abstaining.
+    * E12 (a): the answer abstains although the context holds the ground truth;
+      (b) the answer abstains on one part and answers another.
+    """
+    ex = g.ctx.trace.example
+    if g.gt_unanswerable:
+        if not g.abstain_full:
+            found.add(
+                E.E9,
+                0.95,
+                f"the question is unanswerable from the corpus (ground truth "
+                f"'{_short(g.gt or 'unanswerable', 40)}'), yet the answer states "
+                f"'{_short(g.answer, 60)}'",
+            )
+        return
+    context_lacks = g.gt_ctx < 0.35 and (
+        not ex.keypoints
+        or sum(1 for k in ex.keypoints if concept_in_text(k, g.context, threshold=0.6))
+        < 0.5 * len(ex.keypoints)
+    )
+    if context_lacks and not g.abstain_full and not g.abstain_partial:
+        found.add(
+            E.E9,
+            0.5 + 0.3 * (0.35 - g.gt_ctx) / 0.35,
+            f"the context holds only {_pct(g.gt_ctx)} of the ground truth's terms, yet the "
+            f"generator answered instead of abstaining",
+        )
+    if g.abstain_full:
+        if not context_lacks:
+            found.add(
+                E.E12,
+                0.6 + 0.3 * min(1.0, g.gt_ctx),
+                f"the answer abstains although the context holds {_pct(g.gt_ctx)} of the "
+                f"ground truth's terms",
+            )
+        else:
+            found.add(
+                E.E12,
+                0.35,
+                "the answer abstains; the ground truth is only partly in the context",
+            )
+    elif g.abstain_partial and g.ans_gt_r > 0.1 and not context_lacks:
+        found.add(
+            E.E12,
+            0.6,
+            "the answer says part of the question is not in the context although the "
+            "context holds it",
+        )
+
+
+_RE_PART_SPLIT = re.compile(r"[;；。\n]|,\s+(?:while|whereas|and|but)\s+|，|、|\band\b|以及|而")
+
+
+def _gen_e12_parts(g: _Gen, found: _Found) -> None:
+    """E12 Incomplete Answer (coverage half): (c) some keypoints of the ground truth
+    are covered by the answer and others are missing; (d) without keypoints, some parts
+    (clauses) of a multi-part ground truth are covered and others are not; (e) the
+    answer's content is in the ground truth (high precision) but covers little of it.
+    Weakened when the answer contradicts the ground truth's facts (then the problem is
+    a wrong fact, not a missing one)."""
+    if g.abstain_full or g.gt_unanswerable:
+        return
+    damp = 0.6 if g.contradictions else 1.0
+    keypoints = [k for k in g.ctx.trace.example.keypoints if k.strip()]
+    if keypoints:
+        covered = [k for k in keypoints if _covers(g.answer, g.a_terms, k)]
+        if 0 < len(covered) < len(keypoints):
+            missing = [k for k in keypoints if k not in covered]
+            share = len(missing) / len(keypoints)
+            found.add(
+                E.E12,
+                (0.45 + 0.45 * share) * damp,
+                f"the answer covers {len(covered)} of {len(keypoints)} keypoints; missing "
+                f"'{_short(missing[0], 50)}'",
+            )
+            return
+    else:
+        parts = [p.strip() for p in _RE_PART_SPLIT.split(g.gt) if p and len(key_terms(p)) >= 2]
+        if len(parts) >= 2:
+            covered_parts = [p for p in parts if _covers(g.answer, g.a_terms, p)]
+            if 0 < len(covered_parts) < len(parts):
+                missing_parts = [p for p in parts if p not in covered_parts]
+                share = len(missing_parts) / len(parts)
+                found.add(
+                    E.E12,
+                    (0.4 + 0.45 * share) * damp,
+                    f"the answer covers {len(covered_parts)} of {len(parts)} parts of the "
+                    f"ground truth; missing '{_short(missing_parts[0], 50)}'",
+                )
+                return
+    if g.a_new and g.ans_gt_p >= 0.6 and g.ans_gt_r < 0.5:
+        found.add(
+            E.E12,
+            (0.35 + 0.4 * (0.5 - g.ans_gt_r) / 0.5) * damp,
+            f"what the answer says is in the ground truth ({_pct(g.ans_gt_p)} of its terms) "
+            f"but it covers only {_pct(g.ans_gt_r)} of the ground truth",
+        )
+
+
+def _covers(answer: str, answer_terms: frozenset[str], part: str) -> bool:
+    terms = key_terms(part)
+    if not terms:
+        return False
+    qs = extract_quantities(part)
+    if qs:
+        aq = extract_quantities(answer)
+        if not all(any(quantities_match(q, a) for a in aq) for q in qs):
+            return False
+    ds = extract_dates(part)
+    if ds:
+        ad = extract_dates(answer)
+        if not all(_date_agrees(d, ad) for d in ds):
+            return False
+    return _coverage(terms, answer_terms) >= 0.5
+
+
+def _gen_e10_e11(g: _Gen, found: _Found) -> None:
+    """E10 Fabricated Content and E11 Parametric Overreliance.
+
+    * E10: (a) the answer names entities found neither in the context nor the query;
+      (b) much of the answer's content (terms beyond the query) is absent from the
+      context while the answer talks about the query's or the context's entities
+      (specific claims about the case, not general knowledge).
+    * E11: most of the answer's content is absent from the context and (a) it speaks in
+      general terms ("typically", "通常"), or (b) it does not engage the query's or the
+      context's entities at all, or (c) it computes a result from numbers that are not
+      in the context.
+    """
+    if g.abstain_full or len(g.a_new) < 2:
+        return
+    unsupported_ents = [
+        e
+        for e in g.a_ents
+        if len(normalize(e)) > 1 and not g.in_context(e) and not g.in_query(e) and not g.in_gt(e)
+    ]
+    if unsupported_ents:
+        frac = len(unsupported_ents) / max(1, len(g.a_ents))
+        found.add(
+            E.E10,
+            0.5 + 0.35 * frac,
+            f"the answer names {', '.join(repr(e) for e in unsupported_ents[:3])}, found in "
+            f"neither the context nor the ground truth",
+        )
+    sup = g.truth_support
+    unsup = sup.unsupported_share
+    if unsup < 0.5 or sup.total < 3:
+        return
+    engages = any(g.in_context(e) for e in g.a_ents) or any(
+        concept_in_text(e, g.answer) for e in g.q_ents
+    )
+    general = _RE_GENERAL.search(g.answer)
+    calc = _RE_CALCULATION.search(g.answer)
+    a_q_unsupported = [q for q in g.a_quants if not any(quantities_match(q, c) for c in g.c_quants)]
+    if calc and a_q_unsupported:
+        found.add(
+            E.E11,
+            0.6,
+            f"the answer computes '{_short(calc.group(), 30)}' from numbers that are not in "
+            f"the context",
+        )
+    if general or not engages:
+        score = 0.35 + 0.4 * (unsup - 0.5) / 0.5
+        reasons = []
+        if general:
+            score += 0.2
+            reasons.append(f"speaks in general terms ('{general.group()}')")
+        if not engages:
+            score += 0.15 if not unsupported_ents else 0.0
+            reasons.append("names none of the query's or context's entities")
+        found.add(
+            E.E11,
+            score,
+            f"{_pct(unsup)} of the answer's content is not in the context and it "
+            + " and ".join(reasons),
+        )
+        if engages and not unsupported_ents:
+            found.add(E.E10, 0.3, f"{_pct(unsup)} of the answer's content is not in the context")
+    elif not unsupported_ents:
+        found.add(
+            E.E10,
+            0.35 + 0.45 * (unsup - 0.5) / 0.5,
+            f"{_pct(unsup)} of the answer's content about the case is not in the context "
+            f"(e.g. '{', '.join(sup.examples[:4])}')",
+        )
+
+
+def _gen_e13(g: _Gen, found: _Found) -> None:
+    """E13 Misinterpretation.
+
+    (a) A number or date of the answer is in the context, but in a sentence about a
+    different entity than the one the answer attaches it to (facts of two entities
+    mixed up); (b) the answer names an entity from the context where the ground truth
+    names another (wrong one of several entities), scaled by how much the answer is
+    otherwise on topic; (c) the question asks for a date/number/person, the ground truth
+    gives one, and the answer gives none (it answers a different kind of question).
+    """
+    if g.abstain_full or g.gt_unanswerable:
+        return
+    known_ents = [e for e in dict.fromkeys([*g.q_ents, *g.a_ents]) if g.in_context(e)]
+    facts: list[tuple[str, int, list[int]]] = []
+    for a in g.a_quants:
+        if g.g_quants and any(quantities_match(a, x) for x in g.g_quants):
+            continue
+        where = [c.start for c in g.c_quants if c.unit == a.unit and quantities_match(a, c)]
+        if where:
+            facts.append((_fmt_q(a), a.start, where))
+    for d in g.a_dates:
+        if d.month is None and d.day is None:
+            continue  # a bare year is in too many sentences to pin on one entity
+        if g.g_dates and _date_agrees(d, g.g_dates):
+            continue
+        where = [c.start for c in g.c_dates if _date_covers(c, d)]
+        if where:
+            facts.append((_fmt_d(d), d.start, where))
+    for raw, pos, where in facts[:6]:
+        own = _answer_entities_near(g.answer, pos, known_ents)
+        if not own:
+            continue
+        sentences = list(dict.fromkeys(g.sentence_at(cpos) for cpos in where[:8]))
+        others: list[tuple[str, str]] = []
+        attributed = False
+        for sentence in sentences:
+            if any(_mentions(o, sentence) for o in own):
+                attributed = True
+                break
+            sent_ents = [
+                e
+                for e in extract_entities(sentence)
+                if len(normalize(e)) > 1 and not any(_names_overlap(e, o) for o in own)
+            ]
+            if sent_ents:
+                others.append((sent_ents[0], sentence))
+        if not attributed and others:
+            who, sentence = others[0]
+            found.add(
+                E.E13,
+                0.85 * max(g.on_topic, 0.5),
+                f"the answer gives {raw} for {own[0]}, but in the context {raw} belongs to "
+                f"{who} ('{_short(sentence, 60)}')",
+            )
+            return
+
+    if g.g_ents:
+        wrong = [
+            e
+            for e in g.a_names
+            if g.in_context(e)
+            and not g.in_query(e)
+            and not g.in_gt(e)
+            and not any(_names_overlap(e, x) for x in g.g_ents)
+        ]
+        right_missing = [e for e in g.g_ents if not _mentions(e, g.answer)]
+        if wrong and right_missing:
+            found.add(
+                E.E13,
+                0.75 * g.on_topic,
+                f"the answer names {wrong[0]} from the context where the ground truth names "
+                f"{right_missing[0]}",
+            )
+
+    wants: list[tuple[str, bool, bool]] = []
+    if _RE_TEMPORAL_Q.search(g.query) and not _RE_COMPARE_TIME_Q.search(g.query):
+        wants.append(("a date", bool(g.g_dates), bool(extract_dates(g.answer))))
+    if _RE_NUMBER_Q.search(g.query):
+        wants.append(("a number", bool(g.g_quants), bool(extract_quantities(g.answer))))
+    if _RE_PERSON_Q.search(g.query):
+        wants.append(("a person or organisation", bool(g.g_ents), bool(g.a_ents)))
+    for what, gt_has, answer_has in wants:
+        if gt_has and not answer_has:
+            found.add(
+                E.E13,
+                0.5,
+                f"the question asks for {what} and the ground truth gives one, but the "
+                f"answer gives none (it answers a different question)",
+            )
+            break
+
+
+def _gen_e14(g: _Gen, found: _Found) -> None:
+    """E14 Contextual Misalignment: the answer is well supported by the context (most of
+    its content is there) but shares little with the ground truth (low precision and
+    recall against it) — true, but about another aspect. Weakened when the answer
+    states a number or date contradicting the ground truth (then E15/E16 explain it)."""
+    if g.abstain_full or g.gt_unanswerable or len(g.a_new) < 2:
+        return
+    if g.ans_ctx < 0.6 or g.ans_gt_p >= 0.45 or g.ans_gt_r >= 0.5:
+        return
+    score = 0.3 + 0.6 * g.ans_ctx * (1 - g.ans_gt_p) * (1 - g.ans_gt_r)
+    note = (
+        f"{_pct(g.ans_ctx)} of the answer is in the context, but it shares only "
+        f"{_pct(g.ans_gt_p)} of its content with the ground truth (about another aspect)"
+    )
+    if g.contradictions and g.gt_is_value:
+        # the truth is just a value and the answer gives another: a date/number error
+        score *= 0.4
+        note += "; it also states a number or date that contradicts the ground truth"
+    found.add(E.E14, score, note)
+
+
+def _gen_e15(g: _Gen, found: _Found) -> None:
+    """E15 Chronological Inconsistency: (a) a date of the answer disagrees with every
+    date of the ground truth (strongest for a temporal question: when/which year/
+    earlier/何时/哪一年); (b) a date of the answer is in neither the context nor the
+    ground truth; (c) for "which came first" questions, the answer picks a different
+    entity than the ground truth."""
+    if g.abstain_full or g.gt_unanswerable:
+        return
+    temporal = bool(_RE_TEMPORAL_Q.search(g.query))
+    topic = g.on_topic
+    if g.g_dates and g.a_dates:
+        wrong = g.wrong_dates
+        if wrong and not any(_date_agrees(a, g.g_dates) for a in g.a_dates):
+            found.add(
+                E.E15,
+                (0.8 if temporal else 0.6) * max(topic, 0.6 if temporal else 0.3),
+                f"the answer dates it {_fmt_d(wrong[0])}; the ground truth says "
+                f"{_fmt_d(g.g_dates[0])}",
+            )
+        elif wrong:
+            found.add(
+                E.E15,
+                0.5 * max(topic, 0.5),
+                f"answer date {_fmt_d(wrong[0])} matches no date of the ground truth",
+            )
+    if g.a_dates:
+        alien = [
+            a
+            for a in g.a_dates
+            if not any(_date_covers(x, a) for x in g.c_dates) and not _date_agrees(a, g.g_dates)
+        ]
+        if alien:
+            found.add(
+                E.E15,
+                0.55,
+                f"answer date {_fmt_d(alien[0])} appears in neither the context nor the "
+                f"ground truth",
+            )
+    if _RE_COMPARE_TIME_Q.search(g.query) and len(g.q_ents) >= 2:
+        first_gt = _first_named(g.gt, g.q_ents)
+        first_ans = _first_named(g.answer, g.q_ents)
+        if first_gt and first_ans and not _names_overlap(first_gt, first_ans):
+            found.add(
+                E.E15,
+                0.75,
+                f"asked which came first, the answer puts {first_ans} first; the ground "
+                f"truth puts {first_gt}",
+            )
+
+
+def _first_named(text: str, names: Sequence[str]) -> str | None:
+    low = text.lower()
+    best: tuple[int, str] | None = None
+    for n in names:
+        i = low.find(n.lower())
+        if i >= 0 and (best is None or i < best[0]):
+            best = (i, n)
+    return None if best is None else best[1]
+
+
+def _arithmetic(target: Quantity, pool: Sequence[Quantity]) -> str | None:
+    """A short description when ``target`` equals a sum, difference or percentage ratio
+    of two numbers of ``pool``, else ``None``.
+
+    Operands share one unit; a sum or difference also has the target's unit (or the
+    target has none); a ratio gives a percentage. Equality is up to the rounding of the
+    target's last stated digit, so coincidences are rare.
+    """
+    values: list[Quantity] = []
+    seen: set[tuple[float, str]] = set()
+    for q in pool:
+        key = (q.value, q.unit)
+        if key in seen or q.unit == "%":
+            continue
+        seen.add(key)
+        values.append(q)
+        if len(values) >= 40:
+            break
+    t = target.value
+    tol = max(_half_unit(target), abs(t) * 1e-9)
+    for i, a in enumerate(values):
+        for b in values[i + 1 :]:
+            if a.unit != b.unit:
+                continue
+            x, y = a.value, b.value
+            if target.unit in ("", a.unit):
+                if abs((x + y) - t) < tol:
+                    return f"{_fmt_q(a)} + {_fmt_q(b)}"
+                if abs(abs(x - y) - t) < tol:
+                    return f"{_fmt_q(a)} - {_fmt_q(b)}"
+            if target.unit == "%" and x and y:
+                for num, den in ((x, y), (y, x)):
+                    if abs(num / den * 100 - t) < tol or abs((num - den) / den * 100 - t) < tol:
+                        return f"a ratio of {_fmt_q(a)} and {_fmt_q(b)}"
+    return None
+
+
+_RE_LAST_NUMBER = re.compile(r"\d[\d,]*(?:\.(\d+))?")
+
+
+def _half_unit(q: Quantity) -> float:
+    """Half the place value of the last stated digit of ``q`` ("4.5 million" -> 50,000)."""
+    m = _RE_LAST_NUMBER.search(q.raw)
+    if m is None:
+        return abs(q.value) * 0.005
+    mantissa = float(m.group().replace(",", ""))
+    if mantissa == 0:
+        return 0.5
+    decimals = len(m.group(1) or "")
+    return 0.5 * 10.0**-decimals * abs(q.value / mantissa)
+
+
+def _gen_e16(g: _Gen, found: _Found) -> None:
+    """E16 Numerical Error: (a) a number of the answer differs from the ground truth's
+    number of the same unit (stronger when it is also absent from the context, strongest
+    when it is a sum/difference/ratio of context numbers, i.e. a wrong calculation);
+    (b) without a ground-truth number, a number of the answer is absent from the
+    context. Scaled by how much the answer is on topic (so an answer about another
+    aspect is not blamed on its numbers)."""
+    if g.abstain_full or g.gt_unanswerable or not g.a_quants:
+        return
+    topic = g.on_topic
+    c_q = g.c_quants
+    pool = [*c_q, *g.g_quants]
+    if g.g_quants:
+        wrong = [
+            a
+            for a in g.a_quants
+            if _comparable(a, g.g_quants) and not any(quantities_match(a, x) for x in g.g_quants)
+        ]
+        if not wrong:
+            return
+        if any(any(quantities_match(a, x) for x in g.g_quants) for a in g.a_quants) and len(
+            wrong
+        ) < len(g.a_quants):
+            weight = 0.75  # some numbers right, some wrong
+        else:
+            weight = 1.0
+        a = wrong[0]
+        ref = next((x for x in g.g_quants if not a.unit or not x.unit or a.unit == x.unit), None)
+        ref_s = f"; the ground truth says {_fmt_q(ref)}" if ref else ""
+        in_ctx = any(quantities_match(a, c) for c in c_q)
+        calc = None if in_ctx else _arithmetic(a, pool)
+        if calc:
+            found.add(
+                E.E16,
+                0.85 * max(topic, 0.6) * weight,
+                f"answer number {_fmt_q(a)} equals {calc} — a wrong calculation{ref_s}",
+            )
+        elif in_ctx:
+            found.add(
+                E.E16,
+                0.65 * topic * weight,
+                f"answer number {_fmt_q(a)} is in the context but is not the asked quantity{ref_s}",
+            )
+        else:
+            found.add(
+                E.E16,
+                0.8 * max(topic, 0.4) * weight,
+                f"answer number {_fmt_q(a)} is not found in the context{ref_s}",
+            )
+        return
+    alien = [a for a in g.a_quants if not any(quantities_match(a, c) for c in c_q)]
+    if alien:
+        a = alien[0]
+        calc = _arithmetic(a, c_q)
+        found.add(
+            E.E16,
+            (0.7 if calc else 0.6) * max(topic, 0.5),
+            f"answer number {_fmt_q(a)} is not found in the context"
+            + (f"; it equals {calc}" if calc else ""),
+        )
+
+
+def _gen_residual(g: _Gen, found: _Found) -> None:
+    """When no generation test fired: a weak lean (score 0.3, so the votes stay split).
+    An answer whose content agrees with the ground truth (precision >= 0.5) was judged
+    wrong for what it leaves out (E12); otherwise it rests on the context but reads it
+    differently from the ground truth (E13)."""
+    if g.ans_gt_p >= 0.5:
+        found.add(
+            E.E12,
+            0.3,
+            f"no specific test fired; the answer agrees with the ground truth "
+            f"({_pct(g.ans_gt_p)} of its content) but was judged wrong, so it likely "
+            f"misses a detail",
+        )
+    else:
+        found.add(
+            E.E13,
+            0.3,
+            f"no specific test fired; the answer rests on the context "
+            f"({_pct(g.ans_ctx)} of its content) but differs from the ground truth",
+        )
+
+
+def _generation_tests(ctx: CaseContext, found: _Found) -> None:
+    g = _Gen(ctx)
+    _gen_e9_e12(g, found)
+    _gen_e12_parts(g, found)
+    _gen_e10_e11(g, found)
+    _gen_e13(g, found)
+    _gen_e14(g, found)
+    _gen_e15(g, found)
+    _gen_e16(g, found)
+    if not found.scores and g.answer.strip():
+        _gen_residual(g, found)
+
+
+_STAGE_TESTS: Mapping[Stage, Callable[[CaseContext, _Found], None]] = {
+    Stage.CHUNKING: _chunking_tests,
+    Stage.RETRIEVAL: _retrieval_tests,
+    Stage.RERANKING: _rerank_tests,
+    Stage.GENERATION: _generation_tests,
+}
+
+
+# =========================================================================== public API
+
+
+def rule_type_evidence(ctx: CaseContext) -> list[TypeEvidence]:
+    """The error types of ``ctx.stage`` whose tests fired, strongest first.
+
+    One entry per type: when several tests of a type fire, their scores combine as a
+    noisy-or (``1 - Π(1 - s)``) and their sentences are joined with ``"; "``. Only the
+    stage's own context is read (seed 000, App. B.3). Scores lie in ``(0, 1]``.
+    """
+    found = _Found()
+    _STAGE_TESTS[ctx.stage](ctx, found)
+    wanted = set(types_of_stage(ctx.stage))
+    return [e for e in found.evidence() if e.error_type in wanted]
+
+
+def distribute_votes(weights: Sequence[tuple[ErrorType, float]], k: int) -> list[ErrorType]:
+    """``k`` votes split over ``weights`` by the largest-remainder method.
+
+    Deterministic: remainders tie-break by weight, then by the order given. The
+    heaviest type (first on ties) always gets strictly more votes than any other type
+    when ``k >= 2`` and it has a strictly larger weight, so the mode is the top type.
+    Votes come grouped, most-voted type first.
+    """
+    if k < 1:
+        raise ValueError("k must be >= 1")
+    items = [(t, max(0.0, w)) for t, w in weights if w > 0]
+    if not items:
+        raise ValueError("at least one positive weight is needed")
+    total = sum(w for _, w in items)
+    quotas = [w / total * k for _, w in items]
+    counts = [int(q) for q in quotas]
+    left = k - sum(counts)
+    order = sorted(range(len(items)), key=lambda i: (-(quotas[i] - counts[i]), -items[i][1], i))
+    for i in order[:left]:
+        counts[i] += 1
+    top = min(range(len(items)), key=lambda i: (-items[i][1], i))
+    top_w = items[top][1]
+    for i in range(len(items)):
+        if i == top:
+            continue
+        # a strictly lighter type never ties or beats the top type
+        while counts[i] >= counts[top] and counts[i] > 0 and (items[i][1] < top_w or k == 1):
+            counts[i] -= 1
+            counts[top] += 1
+    ranked = sorted(range(len(items)), key=lambda i: (-counts[i], -items[i][1], i))
+    votes: list[ErrorType] = []
+    for i in ranked:
+        votes.extend([items[i][0]] * counts[i])
+    return votes
+
+
+def rule_type_votes(ctx: CaseContext, k: int) -> tuple[list[Vote], list[str]]:
+    """``k`` deterministic votes for ``ctx``'s error type, with evidence sentences.
+
+    The fired tests (:func:`rule_type_evidence`) share the votes in proportion to their
+    scores; the stage's other types share a residual weight of
+    ``RESIDUAL * (1 - top score)`` by :data:`STAGE_PRIORS`, so a weak test never gives a
+    unanimous vote. When no test fires, all votes follow the weak stage prior and the
+    evidence says so: the mode frequency is then low by construction.
+    """
+    if k < 1:
+        raise ValueError("k must be >= 1")
+    priors = STAGE_PRIORS[ctx.stage]
+    fired = rule_type_evidence(ctx)
+    if not fired:
+        weights = sorted(priors.items(), key=lambda kv: -kv[1])
+        prior_votes: list[Vote] = [*distribute_votes(weights, k)]
+        prior_txt = ", ".join(f"{t} {p:.2f}" for t, p in weights)
+        return prior_votes, [f"no specific {ctx.stage.value} test fired; weak prior ({prior_txt})"]
+    top = fired[0].score
+    weights_map: dict[ErrorType, float] = {e.error_type: e.score for e in fired}
+    rest = [t for t in priors if t not in weights_map]
+    residual = RESIDUAL * (1.0 - top)
+    if rest and residual > 0:
+        mass = sum(priors[t] for t in rest)
+        for t in rest:
+            weights_map[t] = residual * priors[t] / mass
+    ordered = [(e.error_type, e.score) for e in fired] + [
+        (t, weights_map[t]) for t in rest if t in weights_map
+    ]
+    votes: list[Vote] = [*distribute_votes(ordered, k)]
+    evidence = [f"{e.error_type} {e.error_type.title} ({e.score:.2f}): {e.evidence}" for e in fired]
+    if rest and residual > 0 and any(v in rest for v in votes):
+        evidence.append(
+            f"weak prior for untested types ({', '.join(str(t) for t in rest)}): residual "
+            f"{residual:.2f}"
+        )
+    return votes, evidence

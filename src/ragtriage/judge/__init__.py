@@ -1,0 +1,51 @@
+"""LLM-as-a-judge prompts of RAGEC (seed 000, App. B) and parsers for their replies."""
+
+from ragtriage.judge.parsing import (
+    parse_answer_label,
+    parse_chunk_choice,
+    parse_concept_list,
+    parse_containment,
+    parse_containment_batched,
+    parse_error_type,
+    parse_json_dict,
+)
+from ragtriage.judge.prompts import (
+    NO_ERROR,
+    TYPE_DESCRIPTIONS,
+    ChunkView,
+    Prompt,
+    alias,
+    answer_eval_prompt,
+    concept_containment_batched_prompt,
+    concept_containment_prompt,
+    concept_extraction_prompt,
+    ground_truth_text,
+    gt_chunks_prompt,
+    single_step_prompt,
+    stage_check_prompt,
+    type_prompt,
+)
+
+__all__ = [
+    "NO_ERROR",
+    "TYPE_DESCRIPTIONS",
+    "ChunkView",
+    "Prompt",
+    "alias",
+    "answer_eval_prompt",
+    "concept_containment_batched_prompt",
+    "concept_containment_prompt",
+    "concept_extraction_prompt",
+    "ground_truth_text",
+    "gt_chunks_prompt",
+    "parse_answer_label",
+    "parse_chunk_choice",
+    "parse_concept_list",
+    "parse_containment",
+    "parse_containment_batched",
+    "parse_error_type",
+    "parse_json_dict",
+    "single_step_prompt",
+    "stage_check_prompt",
+    "type_prompt",
+]

@@ -1,0 +1,233 @@
+"""Answer evaluation (seed 000, App. B.1): rules judge in English and Chinese, and the
+Listing-3 LLM judge through a real runner over ScriptedLLM."""
+
+from __future__ import annotations
+
+import pytest
+
+from diag_helpers import make_trace
+from ragtriage.config import DiagnosisConfig
+from ragtriage.diagnosis._calls import LLMCalls, RequestOptions
+from ragtriage.diagnosis.answer_eval import (
+    evaluate_llm,
+    evaluate_rules,
+    is_abstention,
+    needs_diagnosis,
+    strip_citations,
+)
+from ragtriage.llm import LLMRunner, ScriptedLLM
+from ragtriage.records import AnswerLabel, Example
+
+CFG = DiagnosisConfig()
+A = AnswerLabel
+
+
+def judge(gt: str, answer: str, query: str = "When was Acme founded?", **kw: object) -> AnswerLabel:
+    ex = Example(example_id="e", query=query, answer=gt, **kw)  # type: ignore[arg-type]
+    j = evaluate_rules(ex, answer, CFG)
+    assert j.judge == "rules"
+    assert j.label is not None, j.undetermined_reason
+    assert j.reason  # every verdict says why
+    return j.label
+
+
+# -- English ---------------------------------------------------------------------------
+
+
+def test_exact_and_contained_answers_are_correct() -> None:
+    assert judge("Acme was founded in 1999.", "acme was founded in 1999") is A.CORRECT
+    assert judge("1999", "Acme was founded in 1999, in Springfield.") is A.CORRECT
+
+
+def test_wrong_number_is_incorrect_even_with_high_overlap() -> None:
+    assert judge("Acme was founded in 1999.", "Acme was founded in 2005.") is A.INCORRECT
+    assert judge("Liabilities fell by $30 million.", "They fell by $50 million.") is A.INCORRECT
+
+
+def test_same_number_in_other_form_is_not_a_conflict() -> None:
+    label = judge("Liabilities fell by $30 million.", "Liabilities fell by 30,000,000 dollars.")
+    assert label in (A.CORRECT, A.POSSIBLE_CORRECT)
+
+
+def test_date_disagreement_is_incorrect() -> None:
+    q = "When did JetWing change its board of directors?"
+    gt = "JetWing changed its board in September 2021."
+    assert judge(gt, "JetWing changed its board in October 2021.", q) is A.INCORRECT
+    assert judge(gt, "JetWing changed its board in September 2021.", q) is A.CORRECT
+
+
+def test_missing_half_of_the_key_facts_is_incorrect() -> None:
+    gt = (
+        "M. Cooper was sentenced to four years imprisonment; Y. Nelson was sentenced to "
+        "three years imprisonment."
+    )
+    q = "What sentences were given to M. Cooper and Y. Nelson?"
+    assert judge(gt, "M. Cooper was sentenced to four years imprisonment.", q) is A.INCORRECT
+
+
+def test_unrelated_answer_is_incorrect() -> None:
+    gt = "The dividend showed the company could generate profits and keep a healthy cash flow."
+    answer = "The weather in Paris was sunny during the annual meeting."
+    assert judge(gt, answer, "What did the dividend show?") is A.INCORRECT
+
+
+def test_keypoints_decide_completeness() -> None:
+    gt = "Revenue rose because of new stores and online sales."
+    kps = ["new stores", "online sales"]
+    q = "Why did revenue rise?"
+    assert judge(gt, "Thanks to new stores and online sales.", q, keypoints=kps) is A.CORRECT
+    assert judge(gt, "Thanks to new stores.", q, keypoints=kps) is A.POSSIBLE_CORRECT
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "I don't know.",
+        "The provided documents do not mention when Acme was founded.",
+        "There is not enough information in the context to answer this question.",
+        "Unable to determine from the given context.",
+        "",
+    ],
+)
+def test_english_abstentions(answer: str) -> None:
+    assert is_abstention(answer, "When was Acme founded?")
+    assert judge("Acme was founded in 1999.", answer) is A.ABSTAIN
+
+
+def test_a_hedged_claim_is_not_an_abstention() -> None:
+    answer = (
+        "The report does not provide a specific year, but it appears to cover events "
+        "from 2018 and 2021."
+    )
+    assert not is_abstention(answer, "In which year is the report?")
+    # it states the right year but hedges: at most possibly correct
+    assert judge("2018.", answer, "In which year is the report?") is A.POSSIBLE_CORRECT
+
+
+# -- Chinese ---------------------------------------------------------------------------
+
+ZH_Q = "根据河源市人民法院的判决，被告张某被判处了多长时间的有期徒刑？"
+ZH_GT = "被告张某被判处有期徒刑五年。"
+
+
+def test_chinese_correct_with_numeral_variants() -> None:
+    assert judge(ZH_GT, "张某被判处有期徒刑五年，并处罚金。", ZH_Q) is A.CORRECT
+    assert judge(ZH_GT, "根据判决，张某被判处有期徒刑5年。", ZH_Q) is A.CORRECT
+
+
+def test_chinese_wrong_number_is_incorrect() -> None:
+    assert judge(ZH_GT, "张某被判处有期徒刑三年。", ZH_Q) is A.INCORRECT
+
+
+def test_chinese_wrong_date_is_incorrect() -> None:
+    q = "绿野公司是什么时候更换董事会的？"
+    gt = "绿野公司于2021年12月更换了董事会。"
+    assert judge(gt, "绿野公司于2021年10月更换了董事会。", q) is A.INCORRECT
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "无法回答。",
+        "文档中没有提供相关信息，无法回答该问题。",
+        "我不知道。",
+        "上下文未提及此信息。",
+    ],
+)
+def test_chinese_abstentions(answer: str) -> None:
+    assert is_abstention(answer, ZH_Q)
+    assert judge(ZH_GT, answer, ZH_Q) is A.ABSTAIN
+
+
+# -- unanswerable and needs_diagnosis -------------------------------------------------
+
+
+def test_unanswerable_questions() -> None:
+    q = "On which stock exchange is Retail Emporium traded?"
+    assert judge("", "The New York Stock Exchange.", q, answerable=False) is A.INCORRECT
+    assert judge("", "There is not enough information to answer.", q, answerable=False) is (
+        A.ABSTAIN
+    )
+    assert judge("", "无法回答。", "零售商场在哪个交易所上市？", answerable=False) is A.ABSTAIN
+
+
+def test_needs_diagnosis() -> None:
+    answerable = Example(example_id="a", query="q?", answer="x")
+    unanswerable = Example(example_id="u", query="q?", answerable=False)
+    assert needs_diagnosis(answerable, A.INCORRECT)
+    assert needs_diagnosis(answerable, A.ABSTAIN)
+    assert not needs_diagnosis(answerable, A.CORRECT)
+    assert not needs_diagnosis(answerable, A.POSSIBLE_CORRECT)
+    assert needs_diagnosis(unanswerable, A.INCORRECT)
+    assert needs_diagnosis(unanswerable, A.POSSIBLE_CORRECT)
+    assert not needs_diagnosis(unanswerable, A.ABSTAIN)
+    assert not needs_diagnosis(unanswerable, A.CORRECT)
+
+
+def test_ground_truth_without_content_is_undetermined() -> None:
+    ex = Example(example_id="e", query="q?", answer="…")
+    j = evaluate_rules(ex, "something", CFG)
+    assert j.label is None and j.undetermined
+    assert j.undetermined_reason is not None
+    assert j.undetermined_reason.startswith("answer_evaluation:")
+
+
+# -- LLM judge (Listing 3) -------------------------------------------------------------
+
+
+def _calls(script: object) -> tuple[LLMCalls, ScriptedLLM]:
+    llm = ScriptedLLM(script)  # type: ignore[arg-type]
+    return LLMCalls(LLMRunner(llm), RequestOptions()), llm
+
+
+async def test_llm_judge_reads_json_label() -> None:
+    calls, llm = _calls('{"label": "incorrect", "reasoning": "Wrong year."}')
+    j = await evaluate_llm(make_trace(), calls)
+    assert j.label is A.INCORRECT and j.reason == "Wrong year." and j.judge == "llm"
+    prompt = llm.requests[0].messages[-1].content
+    assert "<proposed_answer>" in prompt and "2005" in prompt and "1999" in prompt
+    assert calls.usage().calls == 1 and calls.usage().prompt_tokens > 0
+
+
+async def test_llm_judge_reads_prose_label_without_confusing_correct() -> None:
+    calls, _ = _calls("Label: possible_correct — the answer is vague.")
+    j = await evaluate_llm(make_trace(), calls)
+    assert j.label is A.POSSIBLE_CORRECT
+    calls, _ = _calls("The proposed answer is incorrect.")
+    assert (await evaluate_llm(make_trace(), calls)).label is A.INCORRECT
+
+
+async def test_llm_judge_unreadable_reply_is_undetermined() -> None:
+    calls, _ = _calls("I would rather not say.")
+    j = await evaluate_llm(make_trace(), calls)
+    assert j.label is None
+    assert j.undetermined_reason is not None and "unreadable" in j.undetermined_reason
+
+
+async def test_llm_judge_failed_call_is_undetermined() -> None:
+    calls, _ = _calls([])  # an exhausted script fails every request
+    j = await evaluate_llm(make_trace(), calls)
+    assert j.label is None
+    assert j.undetermined_reason is not None and "LLM call failed" in j.undetermined_reason
+
+
+async def test_llm_judge_sees_unable_to_answer_for_unanswerable() -> None:
+    calls, llm = _calls('{"label": "abstain", "reasoning": "declined"}')
+    trace = make_trace(gt_answer="", answerable=False, answer="I don't know.")
+    j = await evaluate_llm(trace, calls)
+    assert j.label is A.ABSTAIN
+    assert "Unable to answer" in llm.requests[0].messages[-1].content
+
+
+def test_citation_markers_and_omitted_values_are_not_conflicts() -> None:
+    gt = "12,400 bags of NitroGuard 40 were recalled, at a direct cost of USD 2.9 million."
+    answer = (
+        "In total 12,400 bags were recalled, and the direct cost, including replacement "
+        "product, was USD 2.9 million. [1]"
+    )
+    q = "How many bags were recalled, and what did it cost?"
+    assert strip_citations("was USD 2.9 million. [1] [2, 3]【4】") == "was USD 2.9 million."
+    assert judge(gt, answer, q) in (A.CORRECT, A.POSSIBLE_CORRECT)
+    # a competing value of the same kind is a contradiction
+    wrong = "In total 12,400 bags were recalled at a direct cost of USD 4.1 million. [1]"
+    assert judge(gt, wrong, q) is A.INCORRECT

@@ -1,0 +1,299 @@
+"""Fact extraction (numbers, dates, names, concepts) and concept matching, EN and ZH."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragtriage.diagnosis.facts import (
+    DateMention,
+    Quantity,
+    concept_in_text,
+    content_support,
+    dates_match,
+    extract_concepts,
+    extract_dates,
+    extract_entities,
+    extract_quantities,
+    quantities_match,
+)
+
+
+def _q(text: str) -> list[tuple[float, str]]:
+    return [(q.value, q.unit) for q in extract_quantities(text)]
+
+
+def _d(text: str) -> list[tuple[int | None, int | None, int | None]]:
+    return [(d.year, d.month, d.day) for d in extract_dates(text)]
+
+
+# ------------------------------------------------------------------ quantities
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Revenue rose 3.5% last year.", [(3.5, "%")]),
+        ("It paid $4.2 million for the plant.", [(4_200_000.0, "usd")]),
+        ("The firm has 1,200 employees.", [(1200.0, "")]),
+        ("They opened twenty-five stores.", [(25.0, "")]),
+        ("Sales were 12 million yuan.", [(12_000_000.0, "cny")]),
+        ("He was sentenced to four years in prison.", [(4.0, "year")]),
+        ("Liabilities fell by £500,000 and US$3bn.", [(500_000.0, "gbp"), (3e9, "usd")]),
+        ("two hundred and five people", [(205.0, "")]),
+        ("a 0.25 percentage point rise", [(0.25, "%")]),
+    ],
+)
+def test_english_quantities(text: str, expected: list[tuple[float, str]]) -> None:
+    assert _q(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("公司净利润为12.5亿元。", [(1.25e9, "cny")]),
+        ("员工人数达三百万人。", [(3e6, "")]),
+        ("同比增长百分之三十。", [(30.0, "%")]),
+        ("被判处有期徒刑两年。", [(2.0, "year")]),
+        ("融资三点五亿元", [(3.5e8, "cny")]),
+        ("营业收入增长12%，共3万人", [(12.0, "%"), (30000.0, "")]),
+        ("住院5天，随访3个月", [(5.0, "day"), (3.0, "month")]),
+    ],
+)
+def test_chinese_quantities(text: str, expected: list[tuple[float, str]]) -> None:
+    assert _q(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "one of the best companies",  # "one" as a pronoun
+        "统一管理，一些公司，十分重要",  # 一/十 inside words
+        "第三名",  # ordinal
+        "finished 3rd",  # ordinal
+        "COVID-19 and model A1",  # codes
+        "On March 5, 2019 the board met.",  # numbers of a date
+        "2019年3月5日",
+    ],
+)
+def test_not_quantities(text: str) -> None:
+    assert extract_quantities(text) == []
+
+
+def test_quantity_offsets_point_into_the_text() -> None:
+    text = "Ｎet profit：１２亿元 and $4.2 million"
+    for q in extract_quantities(text):
+        assert text[q.start : q.end] == q.raw
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("1.2 million", "1,200,000", True),
+        ("1.2 million", "1,234,567", True),  # rounding of the less precise one
+        ("$4.5 million", "$3.2 million", False),
+        ("12%", "0.12", True),
+        ("12.5亿元", "1,250,000,000 yuan", True),
+        ("$5", "£5", False),
+        ("4 years", "5 years", False),
+        ("三年", "3 years", True),
+    ],
+)
+def test_quantities_match(a: str, b: str, same: bool) -> None:
+    (qa,) = extract_quantities(a)
+    (qb,) = extract_quantities(b)
+    assert quantities_match(qa, qb) is same
+    assert quantities_match(qb, qa) is same
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    n=st.integers(min_value=0, max_value=10**12),
+    prefix=st.sampled_from(["", "$", "USD ", "£"]),
+)
+def test_formatted_integers_round_trip(n: int, prefix: str) -> None:
+    text = f"The amount was {prefix}{n:,} in total."
+    qs = extract_quantities(text)
+    assert len(qs) == 1
+    assert qs[0].value == n
+    assert text[qs[0].start : qs[0].end] == qs[0].raw
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    cents=st.integers(min_value=1, max_value=10**9),
+    scale=st.sampled_from([("million", 1e6), ("billion", 1e9), ("万", 1e4), ("亿", 1e8)]),
+)
+def test_formatted_decimals_with_scale_round_trip(cents: int, scale: tuple[str, float]) -> None:
+    word, factor = scale
+    x = cents / 100
+    sep = "" if word in ("万", "亿") else " "
+    text = f"值为{x:,.2f}{sep}{word}" if sep == "" else f"worth {x:,.2f}{sep}{word} overall"
+    qs = extract_quantities(text)
+    assert len(qs) == 1
+    assert qs[0].value == pytest.approx(x * factor, rel=1e-9)
+    assert quantities_match(qs[0], Quantity(x * factor, "", str(x * factor), 0, 0))
+
+
+# ------------------------------------------------------------------ dates
+
+
+def test_english_dates() -> None:
+    text = (
+        "On March 5, 2019 and 5 March 2019 (2019-03-05) it grew; in 2019 and Q3 2021, "
+        "the third quarter of 2020, FY2018, in May."
+    )
+    got = extract_dates(text)
+    assert [(d.year, d.month, d.day, d.quarter) for d in got] == [
+        (2019, 3, 5, None),
+        (2019, 3, 5, None),
+        (2019, 3, 5, None),
+        (2019, None, None, None),
+        (2021, None, None, 3),
+        (2020, None, None, 3),
+        (2018, None, None, None),
+        (None, 5, None, None),
+    ]
+    for d in got:
+        assert text[d.start : d.end] == d.raw
+
+
+def test_chinese_dates() -> None:
+    assert _d("2019年3月5日，2019年，3月5日，二〇一九年，2021年底") == [
+        (2019, 3, 5),
+        (2019, None, None),
+        (None, 3, 5),
+        (2019, None, None),
+        (2021, None, None),
+    ]
+    (q,) = extract_dates("2021年第三季度营收增长")
+    assert (q.year, q.quarter) == (2021, 3)
+
+
+@pytest.mark.parametrize("text", ["They may go.", "It has 2019 employees.", "3个月后", "$2019"])
+def test_not_dates(text: str) -> None:
+    assert extract_dates(text) == []
+
+
+def test_dates_match() -> None:
+    def d(y: int | None, m: int | None = None, day: int | None = None) -> DateMention:
+        return DateMention(y, m, day, "", 0, 0)
+
+    assert dates_match(d(2019), d(2019, 3))
+    assert not dates_match(d(2019, 3), d(2019, 4))
+    assert not dates_match(d(None, 3), d(2019))  # nothing stated by both
+    assert dates_match(DateMention(2021, None, None, "", 0, 0, 3), d(2021, 8))
+    assert not dates_match(DateMention(2021, None, None, "", 0, 0, 1), d(2021, 8))
+
+
+# ------------------------------------------------------------------ entities
+
+
+def test_english_entities() -> None:
+    text = (
+        "Dr. John Smith of Southport General Hospital met Judge Brown. The Philippines is "
+        "typhoon prone. According to the judgment, M. Cooper and Y. Nelson appealed to the "
+        "Bank of America and Green Fields Agriculture Co. about Greenleaf's plant."
+    )
+    ents = extract_entities(text)
+    for name in [
+        "John Smith",
+        "Southport General Hospital",
+        "Brown",
+        "Philippines",
+        "M. Cooper",
+        "Y. Nelson",
+        "Bank of America",
+        "Green Fields Agriculture Co.",
+        "Greenleaf",
+    ]:
+        assert name in ents
+    assert not {"The", "According", "Dr", "Judge"} & set(ents)
+
+
+def test_chinese_entities() -> None:
+    text = (
+        "根据绿洲科技有限公司的年报，该公司与蓝天集团在上海市中级人民法院诉讼。"
+        "被告人张某某、患者王伟的病史，被告李明辉犯罪。《数据安全法》规定"
+    )
+    ents = extract_entities(text)
+    assert ents == [
+        "绿洲科技有限公司",
+        "蓝天集团",
+        "上海市中级人民法院",
+        "张某某",
+        "王伟",
+        "李明辉",
+        "数据安全法",
+    ]
+    assert "该公司" not in ents
+
+
+# ------------------------------------------------------------------ concepts
+
+
+def test_concepts_follow_listing_5_example() -> None:
+    query = (
+        "Compare the debt restructuring efforts of Company A in 2018 and Company B in 2021. "
+        "Which company reduced more liabilities through debt restructuring?"
+    )
+    concepts = extract_concepts(query)
+    for c in ["debt restructuring efforts", "Company A", "2018", "Company B", "2021"]:
+        assert c in concepts
+    assert all(c in query for c in concepts)
+    assert len(concepts) == len({c.lower() for c in concepts})
+
+
+def test_chinese_concepts() -> None:
+    query = "根据绿洲科技有限公司2019年的财务报告，公司在2019年3月进行了哪些重大资产收购？"
+    assert extract_concepts(query) == ["绿洲科技有限公司", "财务报告", "2019年3月", "重大资产收购"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(min_size=1, max_size=80))
+def test_concepts_are_substrings_of_the_query(query: str) -> None:
+    for c in extract_concepts(query):
+        assert c in query
+
+
+@pytest.mark.parametrize(
+    ("concept", "text", "inside"),
+    [
+        ("Peter", "[45_6] Peter is walking", True),
+        ("Peter", "[45_3] John is running", False),
+        ("running", "John is running", True),
+        ("running", "Peter is walking", False),
+        ("$1.2 million", "it cost 1,200,000 dollars", True),
+        ("$1.2 million", "it cost 1,900,000 dollars", False),
+        ("March 2019", "signed on 2019-03-12", True),
+        ("March 2019", "signed on 2019-04-12", False),
+        ("financing activities", "the activity of financing was large", True),
+        ("Southport General Hospital", "admitted to Southport Generel Hospital", True),
+        ("art", "the start of it", False),  # word boundaries for Latin text
+        ("重大资产收购", "公司于2019年完成了重大资产收购。", True),
+        ("年度财务报告", "公司2019年度的财务报告显示", True),  # bigram containment
+        ("财务报告", "公司发布了年度审计意见。", False),
+    ],
+)
+def test_concept_in_text(concept: str, text: str, inside: bool) -> None:
+    assert concept_in_text(concept, text) is inside
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet=st.characters(categories=("L", "N")), min_size=1, max_size=30))
+def test_a_concept_is_in_itself(text: str) -> None:
+    assert concept_in_text(text, f"before {text} after")
+
+
+def test_content_support_en_and_zh() -> None:
+    sup = content_support(
+        "K. Mendoza has a history of Parkinson's disease.",
+        ["K. Mendoza was generally healthy before; history unremarkable."],
+    )
+    assert sup.unsupported >= 2
+    assert "Parkinson" in sup.examples
+    zh = content_support("患者王伟有帕金森病史。", ["患者王伟既往身体健康，无慢性病史。"])
+    assert zh.unsupported_share > 0.2
+    assert "帕金森" in "".join(zh.examples)
+    assert content_support("患者王伟既往健康", ["患者王伟既往身体健康"]).unsupported == 0

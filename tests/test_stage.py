@@ -1,0 +1,107 @@
+"""The backward stage cascade (seed 000, App. B.2.2-B.2.4), one rule per test."""
+
+from __future__ import annotations
+
+from diag_helpers import make_trace
+from ragtriage.config import DiagnosisConfig
+from ragtriage.diagnosis.stage import (
+    classify_stage,
+    gt_flow,
+    stage_from_coverage,
+    stage_from_flow,
+)
+from ragtriage.records import Stage
+
+CFG = DiagnosisConfig()
+
+
+def test_generation_when_more_than_half_of_gt_chunks_reach_the_generator() -> None:
+    trace = make_trace(
+        retrieved=["gd_0", "gd_1", "od_0"], reranked=["gd_0", "gd_1"], context=["gd_0", "gd_1"]
+    )
+    call = classify_stage(trace, ["gd_0", "gd_1", "gd_2"], None, 0, CFG)
+    assert call.stage is Stage.GENERATION
+    assert "2/3" in call.reason
+
+
+def test_exactly_half_is_not_generation() -> None:
+    # 1 of 2 GT chunks in context (share 0.5, not > 0.5); the other was dropped by the
+    # reranker -> reranking
+    trace = make_trace(retrieved=["gd_0", "gd_1"], reranked=["gd_0"], context=["gd_0"])
+    call = classify_stage(trace, ["gd_0", "gd_1"], 1.0, 3, CFG)
+    assert call.stage is Stage.RERANKING
+
+
+def test_no_gt_chunks_means_generation() -> None:
+    trace = make_trace()
+    call = classify_stage(trace, [], None, 0, CFG)
+    assert call.stage is Stage.GENERATION
+    assert "no ground-truth chunks" in call.reason
+
+
+def test_reranker_drop_means_reranking() -> None:
+    # gd_1 retrieved but filtered out by the reranker
+    trace = make_trace(retrieved=["od_0", "gd_1"], reranked=["od_0"], context=["od_0"])
+    call = classify_stage(trace, ["gd_1"], 1.0, 4, CFG)
+    assert call.stage is Stage.RERANKING
+    assert "filtered out by the reranker" in call.reason
+
+
+def test_context_budget_drop_after_reranking_is_reranking() -> None:
+    trace = make_trace(retrieved=["od_0", "gd_1"], reranked=["od_0", "gd_1"], context=["od_0"])
+    flow = gt_flow(trace, ["gd_1"])
+    assert flow.budget_dropped == ("gd_1",)
+    call = stage_from_flow(flow, CFG)
+    assert call is not None and call.stage is Stage.RERANKING
+    assert "context budget" in call.reason
+
+
+def test_low_concept_coverage_means_chunking() -> None:
+    trace = make_trace(retrieved=["od_0"], reranked=["od_0"], context=["od_0"])
+    call = classify_stage(trace, ["gd_0"], 0.6, 5, CFG)
+    assert call.stage is Stage.CHUNKING
+
+
+def test_high_concept_coverage_means_retrieval() -> None:
+    trace = make_trace(retrieved=["od_0"], reranked=["od_0"], context=["od_0"])
+    assert classify_stage(trace, ["gd_0"], 0.8, 5, CFG).stage is Stage.RETRIEVAL
+    assert classify_stage(trace, ["gd_0"], 1.0, 5, CFG).stage is Stage.RETRIEVAL
+
+
+def test_thresholds_are_configurable() -> None:
+    trace = make_trace(
+        retrieved=["gd_0", "gd_1"], reranked=["gd_0", "gd_1"], context=["gd_0", "gd_1"]
+    )
+    gts = ["gd_0", "gd_1", "gd_2"]  # share 2/3
+    assert classify_stage(trace, gts, 1.0, 3, CFG).stage is Stage.GENERATION
+    strict = DiagnosisConfig(generator_gt_share=0.7)
+    # 2/3 is not > 0.7; nothing was dropped after retrieval -> chunking/retrieval
+    assert classify_stage(trace, gts, 1.0, 3, strict).stage is Stage.RETRIEVAL
+    lenient = DiagnosisConfig(concept_coverage=0.5)
+    other = make_trace(retrieved=["od_0"], reranked=["od_0"], context=["od_0"])
+    assert classify_stage(other, ["gd_0"], 0.6, 5, lenient).stage is Stage.RETRIEVAL
+
+
+def test_generation_checked_before_reranking() -> None:
+    # 2 of 3 GT chunks in context AND one dropped by the reranker -> generation wins
+    trace = make_trace(
+        retrieved=["gd_0", "gd_1", "gd_2"], reranked=["gd_0", "gd_1"], context=["gd_0", "gd_1"]
+    )
+    assert classify_stage(trace, ["gd_0", "gd_1", "gd_2"], 0.0, 3, CFG).stage is Stage.GENERATION
+
+
+def test_unmeasurable_coverage() -> None:
+    no_concepts = stage_from_coverage(None, 0, CFG)
+    assert no_concepts.stage is Stage.RETRIEVAL and "elimination" in no_concepts.reason
+    no_text = stage_from_coverage(None, 3, CFG)
+    assert no_text.stage is None
+    assert no_text.reason.startswith("stage_attribution:")
+
+
+def test_flow_without_reranker() -> None:
+    trace = make_trace(retrieved=["gd_0", "od_0"], reranked=[], context=["od_0"])
+    flow = gt_flow(trace, ["gd_0", "gd_0"])  # duplicates collapse
+    assert flow.gt_ids == ("gd_0",)
+    assert flow.not_forwarded == ("gd_0",) and flow.budget_dropped == ()
+    assert flow.context_share == 0.0
+    assert gt_flow(trace, []).context_share is None

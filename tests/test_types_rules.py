@@ -1,0 +1,858 @@
+"""The rules judge for error types: one positive and one negative trace per type test,
+English and Chinese, plus the vote distribution."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragtriage.diagnosis._context import CaseContext
+from ragtriage.diagnosis.facts import concept_in_text, extract_concepts
+from ragtriage.diagnosis.types_rules import (
+    STAGE_PRIORS,
+    abstains,
+    distribute_votes,
+    rule_type_evidence,
+    rule_type_votes,
+)
+from ragtriage.records import (
+    AnswerLabel,
+    Chunk,
+    ErrorType,
+    Example,
+    Hit,
+    Stage,
+    Trace,
+    types_of_stage,
+)
+from ragtriage.text import detect_language
+
+E = ErrorType
+
+
+# ------------------------------------------------------------------ builders
+
+
+def chunks_of(doc_id: str, pieces: Sequence[str], sep: str = " ") -> list[Chunk]:
+    """Chunks covering ``sep.join(pieces)`` with exact offsets."""
+    out: list[Chunk] = []
+    pos = 0
+    for i, text in enumerate(pieces):
+        out.append(
+            Chunk(
+                chunk_id=f"{doc_id}#{i}",
+                doc_id=doc_id,
+                text=text,
+                start=pos,
+                end=pos + len(text),
+                index=i,
+            )
+        )
+        pos += len(text) + len(sep)
+    return out
+
+
+def hits(chunks: Sequence[Chunk]) -> list[Hit]:
+    return [
+        Hit(chunk_id=c.chunk_id, doc_id=c.doc_id, score=1.0 / (i + 1), rank=i + 1)
+        for i, c in enumerate(chunks)
+    ]
+
+
+def make_ctx(
+    stage: Stage,
+    *,
+    query: str,
+    gt: str = "x",
+    answer: str = "",
+    doc_chunks: Sequence[Chunk] = (),
+    other_chunks: Sequence[Chunk] = (),
+    gt_ids: Sequence[str] = (),
+    retrieved: Sequence[Chunk] = (),
+    reranked: Sequence[Chunk] = (),
+    context: Sequence[Chunk] = (),
+    references: Sequence[str] = (),
+    keypoints: Sequence[str] = (),
+    answerable: bool = True,
+    label: AnswerLabel = AnswerLabel.INCORRECT,
+    doc_ids: Sequence[str] = ("d1",),
+) -> CaseContext:
+    example = Example(
+        example_id="ex",
+        query=query,
+        answer=gt,
+        answerable=answerable,
+        doc_ids=list(doc_ids),
+        references=list(references),
+        keypoints=list(keypoints),
+    )
+    trace = Trace(
+        trace_id="t",
+        example=example,
+        gt_doc_chunks=list(doc_chunks),
+        chunks=list(other_chunks),
+        retrieved=hits(retrieved),
+        reranked=hits(reranked),
+        context=[c.chunk_id for c in context],
+        answer=answer,
+    )
+    concepts = tuple(extract_concepts(query))
+    cmap = trace.chunk_map()
+    concept_hits = {
+        k: tuple(i for i in gt_ids if concept_in_text(k, cmap[i].text)) for k in concepts
+    }
+    return CaseContext(
+        trace=trace,
+        stage=stage,
+        answer_label=label,
+        language=detect_language(query),
+        gt_chunk_ids=tuple(gt_ids),
+        concepts=concepts,
+        concept_hits=concept_hits,
+    )
+
+
+def gen_ctx(
+    query: str,
+    answer: str,
+    gt: str,
+    contexts: Sequence[str],
+    **kw: object,
+) -> CaseContext:
+    chunks = chunks_of("d1", contexts)
+    return make_ctx(
+        Stage.GENERATION,
+        query=query,
+        gt=gt,
+        answer=answer,
+        doc_chunks=chunks,
+        gt_ids=[c.chunk_id for c in chunks],
+        retrieved=chunks,
+        reranked=chunks,
+        context=chunks,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def top_type(ctx: CaseContext) -> ErrorType:
+    votes, _ = rule_type_votes(ctx, 10)
+    return Counter(votes).most_common(1)[0][0]  # type: ignore[return-value]
+
+
+def fired(ctx: CaseContext) -> dict[ErrorType, str]:
+    return {e.error_type: e.evidence for e in rule_type_evidence(ctx)}
+
+
+# ------------------------------------------------------------------ chunking
+
+SENTENCES = [
+    "Acme Robotics Ltd. was founded in 2004 in Brightwater.",
+    "It builds industrial arms for car makers.",
+    "In March 2019, Acme Robotics Ltd. acquired Polar Sensors for 120 million dollars.",
+    "The acquisition expanded its sensor business into northern Europe.",
+    "In 2019, the board approved a dividend of 0.35 dollars per share.",
+    "Revenue grew by 18 percent in 2019, driven by automation orders.",
+    "The company employs 1,200 people in four countries.",
+    "Its largest plant is in Rotterdam.",
+    "A new research centre opened in Oslo in 2020.",
+    "The chief executive is Maria Lund.",
+    "Net profit reached 45 million dollars in 2019.",
+    "The company plans to list its shares in 2022.",
+]
+DOC = " ".join(SENTENCES)
+Q_ACQ = "How much did Acme Robotics Ltd. pay for Polar Sensors in March 2019?"
+REF_ACQ = SENTENCES[2]
+
+
+def _fixed_windows(text: str, size: int) -> list[str]:
+    """Cut ``text`` into windows of about ``size`` characters at spaces."""
+    out: list[str] = []
+    pos = 0
+    while pos < len(text):
+        end = min(len(text), pos + size)
+        if end < len(text):
+            space = text.rfind(" ", pos + 1, end)
+            end = space if space > pos else end
+        out.append(text[pos:end])
+        pos = end + 1
+    return out
+
+
+def _gt_ids_for(chunks: Sequence[Chunk], ref: str) -> list[str]:
+    start = DOC.find(ref)
+    end = start + len(ref)
+    return [c.chunk_id for c in chunks if min(c.end, end) - max(c.start, start) > 0]
+
+
+def test_e1_overchunking_tiny_chunks_cut_the_reference() -> None:
+    chunks = chunks_of("d1", _fixed_windows(DOC, 28))
+    gt_ids = _gt_ids_for(chunks, REF_ACQ)
+    assert len(gt_ids) >= 2
+    ctx = make_ctx(
+        Stage.CHUNKING,
+        query=Q_ACQ,
+        gt="120 million dollars.",
+        doc_chunks=chunks,
+        gt_ids=gt_ids,
+        references=[REF_ACQ],
+    )
+    assert top_type(ctx) is E.E1
+    assert "cut into" in fired(ctx)[E.E1]
+
+
+def test_e1_does_not_fire_for_sentence_sized_chunks() -> None:
+    pieces = [" ".join(SENTENCES[i : i + 4]) for i in range(0, len(SENTENCES), 4)]
+    chunks = chunks_of("d1", pieces)
+    ctx = make_ctx(
+        Stage.CHUNKING,
+        query=Q_ACQ,
+        gt="120 million dollars.",
+        doc_chunks=chunks,
+        gt_ids=_gt_ids_for(chunks, REF_ACQ),
+        references=[REF_ACQ],
+    )
+    assert E.E1 not in fired(ctx)
+    assert E.E2 not in fired(ctx)
+
+
+def test_e2_underchunking_one_chunk_holds_a_long_document() -> None:
+    long_doc = " ".join(SENTENCES * 3)
+    chunks = chunks_of("d1", [long_doc])
+    ctx = make_ctx(
+        Stage.CHUNKING,
+        query=Q_ACQ,
+        gt="120 million dollars.",
+        doc_chunks=chunks,
+        gt_ids=[chunks[0].chunk_id],
+        references=[REF_ACQ],
+    )
+    assert top_type(ctx) is E.E2
+    assert "single chunk" in fired(ctx)[E.E2] or "very large" in fired(ctx)[E.E2]
+
+
+def test_e3_context_mismatch_name_in_the_neighbouring_chunk() -> None:
+    # seed 000, E3: chunk B says "the country", the name is in chunk A
+    a = (
+        "The Philippines' evident risk to natural disasters is due to its location. "
+        "It lies on the western rim of the Pacific. Its islands stretch over 1,800 km. "
+        "Many islands are mountainous."
+    )
+    b = (
+        "In addition, the country faces the Pacific Ocean where 60% of the world's "
+        "typhoons are made. Storms form over warm water. They often reach land in "
+        "autumn. Damage is frequent."
+    )
+    c = (
+        "Rice is the main crop of the region. Farmers plant twice a year. Irrigation is "
+        "common in the lowlands. Harvests vary with the weather."
+    )
+    chunks = chunks_of("d1", [a, b, c])
+    ctx = make_ctx(
+        Stage.CHUNKING,
+        query="Why is the Philippines typhoon prone?",
+        gt="It faces the Pacific Ocean where 60% of the world's typhoons are made.",
+        doc_chunks=chunks,
+        gt_ids=["d1#1"],
+        references=["the country faces the Pacific Ocean where 60% of the world's typhoons"],
+    )
+    assert top_type(ctx) is E.E3
+    evidence = fired(ctx)[E.E3]
+    assert "Philippines" in evidence and "d1#0" in evidence
+    assert "the country" in evidence
+
+
+def test_e3_does_not_fire_when_every_concept_is_in_the_gt_chunk() -> None:
+    pieces = [" ".join(SENTENCES[i : i + 4]) for i in range(0, len(SENTENCES), 4)]
+    chunks = chunks_of("d1", pieces)
+    ctx = make_ctx(
+        Stage.CHUNKING,
+        query="What did Acme Robotics Ltd. acquire in March 2019?",
+        gt="120 million dollars.",
+        doc_chunks=chunks,
+        gt_ids=_gt_ids_for(chunks, REF_ACQ),
+        references=[REF_ACQ],
+    )
+    assert all(ctx.concept_hits.values())
+    assert E.E3 not in fired(ctx)
+
+
+def test_chinese_e1_overchunking() -> None:
+    sents = [
+        "绿洲科技有限公司成立于2004年，总部位于杭州。",
+        "2019年3月，绿洲科技有限公司以1.2亿元收购了北极传感器公司。",
+        "此次收购使公司的传感器业务扩展到北欧市场。",
+        "2019年，公司营业收入增长18%。",
+        "公司共有员工1200人。",
+        "董事长为王伟。",
+    ]
+    doc = "".join(sents)
+    pieces = [doc[i : i + 12] for i in range(0, len(doc), 12)]
+    chunks = chunks_of("d1", pieces, sep="")
+    ref = sents[1]
+    start = doc.find(ref)
+    gt_ids = [c.chunk_id for c in chunks if min(c.end, start + len(ref)) - max(c.start, start) > 0]
+    ctx = make_ctx(
+        Stage.CHUNKING,
+        query="绿洲科技有限公司在2019年3月以多少钱收购了北极传感器公司？",
+        gt="1.2亿元。",
+        doc_chunks=chunks,
+        gt_ids=gt_ids,
+        references=[ref],
+    )
+    assert top_type(ctx) is E.E1
+
+
+# ------------------------------------------------------------------ retrieval
+
+ACME = chunks_of(
+    "d1",
+    [
+        "Acme Robotics Ltd. annual report 2019. Acme Robotics Ltd. builds industrial arms "
+        "and sensors for car makers in Europe.",
+        "In March 2019, Acme Robotics Ltd. acquired Polar Sensors for 120 million dollars.",
+        "Acme Robotics Ltd. revenue grew by 18 percent in 2019 and the sensor business "
+        "expanded into northern Europe after the acquisition.",
+        "Acme Robotics Ltd. opened a research centre in Oslo; the acquisition of new "
+        "sensor firms remains part of its strategy.",
+    ],
+)
+OTHER_CO = chunks_of(
+    "d2",
+    [
+        "Bluewave Ltd. annual report 2019. In 2019 Bluewave Ltd. acquired a sensor maker "
+        "for 80 million dollars.",
+        "Bluewave Ltd. paid for the acquisition of sensor firms in cash in March.",
+        "Bluewave Ltd. sensors business grew after the acquisition in 2019.",
+    ],
+)
+UNRELATED = chunks_of(
+    "d3",
+    [
+        "The recipe needs flour, butter and two eggs mixed slowly.",
+        "Rain is expected over the coast on Tuesday with light winds.",
+        "The museum opens at nine and closes at five on weekdays.",
+    ],
+)
+
+
+def _retrieval_ctx(retrieved: Sequence[Chunk], gt_ids: Sequence[str] = ("d1#1",)) -> CaseContext:
+    extra = [c for c in retrieved if not c.chunk_id.startswith("d1#")]
+    return make_ctx(
+        Stage.RETRIEVAL,
+        query=Q_ACQ,
+        gt="120 million dollars.",
+        doc_chunks=ACME,
+        other_chunks=extra,
+        gt_ids=gt_ids,
+        retrieved=retrieved,
+    )
+
+
+def test_e4_missed_retrieval_on_topic_chunks_without_the_answer() -> None:
+    ctx = _retrieval_ctx([ACME[2], OTHER_CO[0], ACME[3], OTHER_CO[1]])
+    assert top_type(ctx) is E.E4
+    evidence = fired(ctx)[E.E4]
+    assert "not retrieved" in evidence
+    assert "right document" in evidence
+
+
+def test_e4_two_documents_needed_one_retrieved() -> None:
+    # seed 000, E4: the query asks about two entities, the top chunks relate to one
+    blue = chunks_of(
+        "d2",
+        [
+            "Bluewave Ltd. annual report 2019. Bluewave Ltd. makes marine sensors.",
+            "In 2019 Bluewave Ltd. raised 50 million dollars in a bond issue.",
+        ],
+    )
+    ctx = make_ctx(
+        Stage.RETRIEVAL,
+        query="How much did Acme Robotics Ltd. and Bluewave Ltd. raise or spend in 2019?",
+        gt="Acme paid 120 million dollars; Bluewave raised 50 million dollars.",
+        doc_chunks=[*ACME, *blue],
+        gt_ids=["d1#1", "d2#1"],
+        retrieved=[ACME[1], ACME[2], ACME[0], UNRELATED[0]],
+        other_chunks=UNRELATED[:1],
+        doc_ids=("d1", "d2"),
+    )
+    assert top_type(ctx) is E.E4
+    assert "come only from d1" in fired(ctx)[E.E4]
+
+
+def test_e4_does_not_fire_when_the_gt_chunk_was_retrieved() -> None:
+    ctx = _retrieval_ctx([ACME[1], ACME[0], ACME[2]])
+    assert E.E4 not in fired(ctx)
+
+
+def test_e5_low_relevance_loosely_related_chunks() -> None:
+    ctx = _retrieval_ctx(UNRELATED)
+    assert top_type(ctx) is E.E5
+    assert "loosely related" in fired(ctx)[E.E5]
+
+
+def test_e5_low_relevance_right_document_other_facts() -> None:
+    ctx = _retrieval_ctx([ACME[0], ACME[2], ACME[3]])
+    assert top_type(ctx) is E.E5
+    assert "right document" in fired(ctx)[E.E5]
+
+
+def test_e5_does_not_fire_for_on_topic_chunks_of_several_documents() -> None:
+    assert E.E5 not in fired(_retrieval_ctx([ACME[2], OTHER_CO[0], ACME[3], OTHER_CO[1]]))
+
+
+def test_e6_semantic_drift_another_companys_report() -> None:
+    ctx = _retrieval_ctx(OTHER_CO)
+    assert top_type(ctx) is E.E6
+    evidence = fired(ctx)[E.E6]
+    assert "Acme Robotics" in evidence and "Bluewave" in evidence
+
+
+def test_e6_does_not_fire_when_the_right_document_is_retrieved() -> None:
+    assert E.E6 not in fired(_retrieval_ctx([ACME[2], OTHER_CO[0], ACME[3], OTHER_CO[1]]))
+
+
+# ------------------------------------------------------------------ reranking
+
+
+def _rerank_ctx(reranked: Sequence[Chunk]) -> CaseContext:
+    retrieved = [ACME[0], ACME[1], ACME[2], ACME[3]]
+    return make_ctx(
+        Stage.RERANKING,
+        query=Q_ACQ,
+        gt="120 million dollars.",
+        doc_chunks=ACME,
+        gt_ids=["d1#1"],
+        retrieved=retrieved,
+        reranked=reranked,
+        context=reranked,
+    )
+
+
+def test_e7_low_recall_gt_chunk_dropped_by_the_reranker() -> None:
+    ctx = _rerank_ctx([ACME[3], ACME[0]])
+    assert top_type(ctx) is E.E7
+    assert "retrieved at rank 2" in fired(ctx)[E.E7]
+
+
+def test_e8_low_precision_gt_chunk_ranked_below_noise() -> None:
+    ctx = _rerank_ctx([ACME[3], ACME[0], ACME[2], ACME[1]])
+    assert E.E7 not in fired(ctx)
+    assert top_type(ctx) is E.E8
+    assert "ranked above" in fired(ctx)[E.E8]
+
+
+def test_reranking_without_a_finding_falls_back_to_a_weak_prior() -> None:
+    ctx = _rerank_ctx([ACME[1], ACME[0], ACME[2]])
+    assert rule_type_evidence(ctx) == []
+    votes, evidence = rule_type_votes(ctx, 10)
+    assert len(votes) == 10
+    assert "weak prior" in evidence[0]
+    counts = Counter(votes)
+    assert max(counts.values()) < 10  # never unanimous
+    assert set(counts) <= set(types_of_stage(Stage.RERANKING))
+
+
+# ------------------------------------------------------------------ generation (EN)
+
+
+def test_e9_abstention_failure_on_an_unanswerable_question() -> None:
+    ctx = gen_ctx(
+        "How much did Green Fields Co. raise through large-scale financing in December 2018?",
+        "Green Fields Co. did not raise any funds in December 2018.",
+        "Unable to answer",
+        ["In 2018, Green Fields Co. expanded its farmland and hired 200 new workers."],
+        answerable=False,
+    )
+    assert top_type(ctx) is E.E9
+
+
+def test_e9_not_for_an_answerable_question_with_the_answer_in_context() -> None:
+    ctx = gen_ctx(
+        "What did Sunrise Holidays introduce in April 2019?",
+        "A mobile app.",
+        "An online booking platform.",
+        ["In April 2019, Sunrise Holidays introduced an online booking platform."],
+    )
+    assert E.E9 not in fired(ctx)
+
+
+def test_e10_fabricated_content() -> None:
+    ctx = gen_ctx(
+        "According to the hospitalization records of Southport General Hospital, summarize "
+        "the past medical history of K. Mendoza.",
+        "K. Mendoza has a history of Parkinson's disease, with tremors, bradykinesia and "
+        "postural instability.",
+        "K. Mendoza was generally healthy prior to the onset of his symptoms.",
+        [
+            "K. Mendoza was admitted to Southport General Hospital in May 2020 with a cough.",
+            "K. Mendoza was generally healthy prior to the onset of his symptoms.",
+        ],
+    )
+    assert top_type(ctx) is E.E10
+    assert "Parkinson" in fired(ctx)[E.E10]
+
+
+def test_e10_not_when_every_name_is_in_the_context() -> None:
+    ctx = gen_ctx(
+        "Who is the chief executive of Acme Robotics Ltd.?",
+        "Maria Lund is the chief executive of Acme Robotics Ltd.",
+        "Jonas Berg.",
+        ["The chief executive is Jonas Berg; Maria Lund chairs the board of Acme Robotics Ltd."],
+    )
+    assert E.E10 not in fired(ctx)
+
+
+def test_e11_parametric_overreliance_general_knowledge() -> None:
+    ctx = gen_ctx(
+        "What was the total amount of liabilities of Artistic Creations at the end of 2019?",
+        "In general, companies typically record liabilities such as loans, accounts payable "
+        "and deferred taxes on their balance sheet.",
+        "Artistic Creations had total liabilities of $120 million at the end of 2019.",
+        ["At the end of 2019, Artistic Creations reported total liabilities of $120 million."],
+    )
+    assert top_type(ctx) is E.E11
+    assert "general" in fired(ctx)[E.E11]
+
+
+def test_e11_not_for_an_answer_taken_from_the_context() -> None:
+    ctx = gen_ctx(
+        "What was the total amount of liabilities of Artistic Creations at the end of 2019?",
+        "Artistic Creations reported total liabilities of $110 million.",
+        "Artistic Creations had total liabilities of $120 million at the end of 2019.",
+        ["At the end of 2019, Artistic Creations reported total liabilities of $120 million."],
+    )
+    assert E.E11 not in fired(ctx)
+
+
+def test_e12_incomplete_answer_covers_one_of_two_parts() -> None:
+    ctx = gen_ctx(
+        "What sentences were given to the defendants M. Cooper and Y. Nelson?",
+        "M. Cooper was sentenced to four years imprisonment.",
+        "M. Cooper was sentenced to four years imprisonment; Y. Nelson was sentenced to "
+        "three years imprisonment.",
+        [
+            "The court sentenced M. Cooper to four years imprisonment.",
+            "Y. Nelson was sentenced to three years imprisonment for fraud.",
+        ],
+    )
+    assert top_type(ctx) is E.E12
+    assert "Y. Nelson" in fired(ctx)[E.E12]
+
+
+def test_e12_abstaining_although_the_context_has_the_answer() -> None:
+    ctx = gen_ctx(
+        "What platform did Sunrise Holidays introduce in April 2019?",
+        "The platform introduced by Sunrise Holidays in April 2019 is not specified.",
+        "An online booking platform.",
+        ["In April 2019, Sunrise Holidays introduced an online booking platform."],
+        label=AnswerLabel.ABSTAIN,
+    )
+    assert top_type(ctx) is E.E12
+    assert "abstains" in fired(ctx)[E.E12]
+
+
+def test_e12_not_for_a_complete_answer_with_a_wrong_number() -> None:
+    ctx = gen_ctx(
+        "What sentences were given to M. Cooper and Y. Nelson?",
+        "M. Cooper was sentenced to four years; Y. Nelson was sentenced to nine years.",
+        "M. Cooper was sentenced to four years; Y. Nelson was sentenced to three years.",
+        ["M. Cooper got four years and Y. Nelson got three years imprisonment."],
+    )
+    assert top_type(ctx) is not E.E12
+
+
+def test_e13_misinterpretation_fact_of_another_entity() -> None:
+    ctx = gen_ctx(
+        "What sentence was given to Q. Ruiz?",
+        "Q. Ruiz was sentenced to four years imprisonment.",
+        "Q. Ruiz was sentenced to five years imprisonment.",
+        [
+            "M. Ward was sentenced to four years imprisonment.",
+            "Q. Ruiz was sentenced to five years imprisonment for theft.",
+        ],
+    )
+    assert top_type(ctx) is E.E13
+    assert "M. Ward" in fired(ctx)[E.E13]
+
+
+def test_e13_not_when_the_fact_belongs_to_the_named_entity() -> None:
+    ctx = gen_ctx(
+        "What sentence was given to Q. Ruiz?",
+        "Q. Ruiz was sentenced to five years imprisonment and fined.",
+        "Q. Ruiz was sentenced to five years imprisonment.",
+        [
+            "M. Ward was sentenced to four years imprisonment.",
+            "Q. Ruiz was sentenced to five years imprisonment for theft.",
+        ],
+    )
+    assert E.E13 not in fired(ctx)
+
+
+def test_e14_contextual_misalignment_true_but_another_aspect() -> None:
+    ctx = gen_ctx(
+        "According to the judgment of Preston Court, summarize the facts of M. Harris's crimes.",
+        "M. Harris was found guilty and sentenced to life imprisonment.",
+        "M. Harris committed intentional homicide by tampering with the brakes of her "
+        "business partner's car.",
+        [
+            "M. Harris tampered with the brakes of her business partner's car, causing his death.",
+            "M. Harris was found guilty of intentional homicide and sentenced to life "
+            "imprisonment.",
+        ],
+    )
+    assert top_type(ctx) is E.E14
+
+
+def test_e14_not_for_an_answer_that_matches_the_ground_truth() -> None:
+    ctx = gen_ctx(
+        "Summarize the facts of M. Harris's crimes.",
+        "M. Harris tampered with the brakes of her partner's car.",
+        "M. Harris committed intentional homicide by tampering with the brakes of her "
+        "business partner's car.",
+        ["M. Harris tampered with the brakes of her business partner's car."],
+    )
+    assert E.E14 not in fired(ctx)
+
+
+def test_e15_chronological_inconsistency_wrong_date() -> None:
+    ctx = gen_ctx(
+        "When did Sunrise Holidays launch its online booking platform?",
+        "Sunrise Holidays launched its online booking platform in June 2020.",
+        "In April 2019.",
+        [
+            "In April 2019, Sunrise Holidays introduced an online booking platform.",
+            "In June 2021 it opened a new office in Lisbon.",
+        ],
+    )
+    assert top_type(ctx) is E.E15
+    assert "June 2020" in fired(ctx)[E.E15]
+
+
+def test_e15_earlier_reversed() -> None:
+    ctx = gen_ctx(
+        "Which company, Green Fields or JetWing, changed their board of directors earlier?",
+        "Green Fields changed its board earlier, in December 2021, while JetWing changed "
+        "it in September 2021.",
+        "JetWing changed its board earlier, in September 2021, while Green Fields changed "
+        "it in December 2021.",
+        [
+            "JetWing changed its board of directors in September 2021.",
+            "Green Fields changed its board of directors in December 2021.",
+        ],
+    )
+    assert top_type(ctx) is E.E15
+    assert "first" in fired(ctx)[E.E15]
+
+
+def test_e15_not_for_the_same_date_stated_differently() -> None:
+    ctx = gen_ctx(
+        "When did Sunrise Holidays launch its platform?",
+        "It launched the platform on 12 April 2019 in Madrid.",
+        "In April 2019.",
+        ["On 12 April 2019, Sunrise Holidays introduced an online booking platform in Madrid."],
+    )
+    assert E.E15 not in fired(ctx)
+
+
+def test_e16_numerical_error_wrong_sum() -> None:
+    ctx = gen_ctx(
+        "Which company reduced its liabilities more, InnovateTech or Sparkling Clean?",
+        "InnovateTech reduced its liabilities by a larger amount, a total of $50 million, "
+        "compared to Sparkling Clean's £500,000.",
+        "InnovateTech reduced its liabilities by a larger amount ($30 million) compared to "
+        "Sparkling Clean (£500,000).",
+        [
+            "InnovateTech reduced its liabilities by $30 million through debt restructuring. "
+            "It also repaid $20 million of bonds.",
+            "Sparkling Clean reduced its liabilities by £500,000.",
+        ],
+    )
+    assert top_type(ctx) is E.E16
+    evidence = fired(ctx)[E.E16]
+    assert "$50 million" in evidence and "$30 million" in evidence
+
+
+def test_e16_not_for_the_same_number_written_differently() -> None:
+    ctx = gen_ctx(
+        "How much did InnovateTech reduce its liabilities by?",
+        "By 30,000,000 dollars.",
+        "$30 million.",
+        ["InnovateTech reduced its liabilities by $30 million through debt restructuring."],
+    )
+    assert E.E16 not in fired(ctx)
+
+
+# ------------------------------------------------------------------ generation (ZH)
+
+
+def test_zh_e9_abstention_failure() -> None:
+    ctx = gen_ctx(
+        "绿洲科技有限公司在2018年12月通过大规模融资筹集了多少资金？",
+        "绿洲科技有限公司在2018年12月融资5000万元。",
+        "无法回答",
+        ["2018年，绿洲科技有限公司扩建了北方的生产基地，并新招聘了200名员工。"],
+        answerable=False,
+    )
+    assert top_type(ctx) is E.E9
+
+
+def test_zh_e10_fabricated_content() -> None:
+    ctx = gen_ctx(
+        "根据南港总医院的住院记录，总结患者王伟的既往病史。",
+        "患者王伟有帕金森病史，伴有震颤和运动迟缓。",
+        "患者王伟既往身体健康。",
+        ["患者王伟于2020年5月因持续咳嗽入住南港总医院。", "患者王伟既往身体健康，无慢性病史。"],
+    )
+    assert top_type(ctx) is E.E10
+    assert "帕金森" in fired(ctx)[E.E10]
+
+
+def test_zh_e12_incomplete_keypoints() -> None:
+    ctx = gen_ctx(
+        "被告人张某某和李某分别被判处什么刑罚？",
+        "被告人张某某被判处有期徒刑三年。",
+        "被告人张某某被判处有期徒刑三年，被告人李某被判处有期徒刑两年。",
+        [
+            "上海市中级人民法院判决：被告人张某某犯诈骗罪，判处有期徒刑三年；被告人李某犯"
+            "诈骗罪，判处有期徒刑两年。"
+        ],
+        keypoints=["张某某被判处有期徒刑三年", "李某被判处有期徒刑两年"],
+    )
+    assert top_type(ctx) is E.E12
+
+
+def test_zh_e13_misattributed_sentence() -> None:
+    ctx = gen_ctx(
+        "被告人李某被判处什么刑罚？",
+        "被告人李某被判处有期徒刑三年。",
+        "被告人李某被判处有期徒刑两年。",
+        ["被告人张某某犯诈骗罪，判处有期徒刑三年。", "被告人李某犯诈骗罪，判处有期徒刑两年。"],
+    )
+    assert top_type(ctx) is E.E13
+    assert "张某某" in fired(ctx)[E.E13]
+
+
+def test_zh_e15_wrong_date() -> None:
+    ctx = gen_ctx(
+        "绿洲科技有限公司何时推出了在线预订平台？",
+        "绿洲科技有限公司于2020年6月推出了在线预订平台。",
+        "2019年4月。",
+        [
+            "2019年4月，绿洲科技有限公司推出了在线预订平台，大大提升了竞争力。",
+            "2021年6月，该公司在杭州开设了新办公室。",
+        ],
+    )
+    assert top_type(ctx) is E.E15
+
+
+def test_zh_e15_not_for_the_right_date() -> None:
+    ctx = gen_ctx(
+        "绿洲科技有限公司何时推出了在线预订平台？",
+        "2019年4月推出。",
+        "2019年4月。",
+        ["2019年4月，绿洲科技有限公司推出了在线预订平台。"],
+    )
+    assert E.E15 not in fired(ctx)
+
+
+def test_zh_e16_wrong_number() -> None:
+    ctx = gen_ctx(
+        "绿洲科技有限公司2019年的营业收入是多少？",
+        "绿洲科技有限公司2019年的营业收入为8亿元。",
+        "绿洲科技有限公司2019年的营业收入为5亿元。",
+        ["2019年，绿洲科技有限公司实现营业收入5亿元，净利润3亿元。"],
+    )
+    assert top_type(ctx) is E.E16
+    assert "8亿元" in fired(ctx)[E.E16]
+
+
+def test_zh_e16_not_for_the_same_amount() -> None:
+    ctx = gen_ctx(
+        "绿洲科技有限公司2019年的营业收入是多少？",
+        "营业收入为五亿元。",
+        "绿洲科技有限公司2019年的营业收入为5亿元。",
+        ["2019年，绿洲科技有限公司实现营业收入5亿元，净利润3亿元。"],
+    )
+    assert E.E16 not in fired(ctx)
+
+
+# ------------------------------------------------------------------ evidence and votes
+
+
+def test_abstention_phrases() -> None:
+    assert abstains("The context does not mention the platform.")
+    assert abstains("无法回答。")
+    assert abstains("文中未提及该信息")
+    assert not abstains("The platform is an online booking system.")
+
+
+@pytest.mark.parametrize("stage", list(Stage))
+def test_evidence_stays_within_the_stage(stage: Stage) -> None:
+    base = _rerank_ctx([ACME[3], ACME[0]])
+    from dataclasses import replace
+
+    ctx = replace(base, stage=stage)
+    allowed = set(types_of_stage(stage))
+    for ev in rule_type_evidence(ctx):
+        assert ev.error_type in allowed
+        assert 0 < ev.score <= 1
+        assert ev.evidence
+    votes, evidence = rule_type_votes(ctx, 7)
+    assert len(votes) == 7 and evidence
+    assert set(votes) <= allowed
+
+
+def test_votes_carry_the_strength_of_the_evidence() -> None:
+    strong = gen_ctx(
+        "How much did Green Fields Co. raise in December 2018?",
+        "Green Fields Co. raised $5 million in December 2018.",
+        "Unable to answer",
+        ["In 2018, Green Fields Co. hired 200 new workers."],
+        answerable=False,
+    )
+    votes, evidence = rule_type_votes(strong, 10)
+    assert Counter(votes)[E.E9] >= 9
+    assert evidence[0].startswith("E9 Abstention Failure")
+
+
+def test_priors_cover_each_stage() -> None:
+    for stage in Stage:
+        assert set(STAGE_PRIORS[stage]) == set(types_of_stage(stage))
+        assert abs(sum(STAGE_PRIORS[stage].values()) - 1.0) < 1e-9
+
+
+def test_distribute_votes_is_proportional() -> None:
+    votes = distribute_votes([(E.E13, 0.85), (E.E16, 0.65)], 10)
+    assert Counter(votes) == {E.E13: 6, E.E16: 4}
+    assert votes[0] is E.E13
+    assert distribute_votes([(E.E7, 0.9)], 3) == [E.E7, E.E7, E.E7]
+    with pytest.raises(ValueError):
+        distribute_votes([(E.E7, 0.9)], 0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    scores=st.lists(st.floats(min_value=0.01, max_value=1.0), min_size=1, max_size=8, unique=True),
+    k=st.integers(min_value=1, max_value=25),
+)
+def test_vote_distribution_invariants(scores: list[float], k: int) -> None:
+    types = list(ErrorType)[: len(scores)]
+    weights = list(zip(types, scores, strict=True))
+    votes = distribute_votes(weights, k)
+    assert len(votes) == k
+    counts = Counter(votes)
+    top = max(weights, key=lambda w: w[1])[0]
+    # the top-scored type is the unique mode
+    assert counts[top] == max(counts.values())
+    assert all(c < counts[top] for t, c in counts.items() if t is not top) or len(counts) == 1
+    # deterministic
+    assert distribute_votes(weights, k) == votes
+    # no type gets more than its fair share plus the rounding and the tie fix
+    total = sum(scores)
+    for t, s in weights:
+        if t is not top:
+            assert counts[t] <= s / total * k + 1
