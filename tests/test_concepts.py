@@ -148,3 +148,23 @@ def test_parse_containment_formats() -> None:
     assert as_json == {0: frozenset({"C2"}), 1: frozenset()}
     # out-of-range concepts and unknown chunk labels are ignored
     assert parse_containment_batched("K9: C1\nK1: C7", 2, aliases) == {}
+
+
+def test_rules_coverage_ignores_concepts_the_documents_never_state() -> None:
+    """A paraphrased concept is absent from the whole GT document, so chunking cannot
+    have separated it from the answer: it is left out of the coverage."""
+    query = "What year-over-year revenue growth did Acme Corp report?"
+    trace = make_trace(query=query, gt_texts=GT_TEXTS)
+    cov = rules_concept_coverage(trace, ["gd_0", "gd_1"])
+    assert any("revenue growth" in c for c in cov.absent_from_docs)
+    assert "occur nowhere" in cov.note
+    assert cov.n_scored == len(cov.concepts) - len(cov.absent_from_docs)
+    assert cov.coverage == 1.0  # everything the documents do state is in the GT chunks
+
+
+def test_rules_coverage_still_blames_chunking_for_separated_concepts() -> None:
+    """Springfield is in the document but not in the GT chunk: that is a chunking loss."""
+    trace = make_trace(query=QUERY, gt_texts=GT_TEXTS)
+    cov = rules_concept_coverage(trace, ["gd_0"])
+    assert "Springfield" not in " ".join(cov.absent_from_docs)
+    assert cov.coverage is not None and cov.coverage < 1.0

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ragtriage.diagnosis._calls import LLMCalls
 from ragtriage.diagnosis.facts import concept_in_text, extract_concepts
+from ragtriage.groundtruth import reconstruct_text
 from ragtriage.judge.parsing import (
     parse_concept_list,
     parse_containment,
@@ -30,7 +31,7 @@ from ragtriage.judge.prompts import (
     concept_extraction_prompt,
 )
 from ragtriage.llm import LLMFailure
-from ragtriage.records import Trace
+from ragtriage.records import Chunk, Trace
 
 __all__ = [
     "ConceptCoverage",
@@ -55,6 +56,13 @@ class ConceptCoverage:
     method: str
     note: str = ""
     missing_text: tuple[str, ...] = field(default=())
+    #: concepts that occur nowhere in the GT documents (rules only; excluded from coverage)
+    absent_from_docs: tuple[str, ...] = field(default=())
+
+    @property
+    def n_scored(self) -> int:
+        """How many concepts the coverage was computed over."""
+        return len(self.concepts) - len(self.absent_from_docs)
 
 
 def gt_views(trace: Trace, gt_ids: Sequence[str]) -> tuple[list[ChunkView], tuple[str, ...]]:
@@ -111,10 +119,42 @@ def _finish(
 
 
 def rules_concept_coverage(trace: Trace, gt_ids: Sequence[str]) -> ConceptCoverage:
-    """Offline concept coverage of the GT chunks."""
+    """Offline concept coverage of the GT chunks.
+
+    Lexical matching cannot see paraphrase: a query concept worded differently from the
+    documents would be "missing" from the GT chunks and wrongly blame chunking. Chunking
+    can only separate a concept from the answer when the ground-truth documents state
+    it, so concepts found nowhere in the GT documents (rebuilt from ``gt_doc_chunks``)
+    are left out of the coverage and named in the note. When every concept is absent,
+    the coverage is unmeasurable and the cascade falls back to retrieval by elimination.
+    """
     views, missing = gt_views(trace, gt_ids)
     concepts = _dedupe(extract_concepts(trace.example.query))
-    return _finish(concepts, concept_hits_rules(concepts, views), views, missing, "rules", [])
+    hits = concept_hits_rules(concepts, views)
+    doc_texts = _gt_doc_texts(trace)
+    absent = tuple(
+        c
+        for c in concepts
+        if not hits.get(c) and doc_texts and not any(concept_in_text(c, t) for t in doc_texts)
+    )
+    notes: list[str] = []
+    if absent:
+        notes.append(
+            f"{len(absent)}/{len(concepts)} concept(s) occur nowhere in the ground-truth "
+            f"documents (paraphrase or not stated) and are not scored: "
+            + ", ".join(repr(c) for c in absent[:5])
+        )
+    scored = [c for c in concepts if c not in absent]
+    result = _finish(scored, hits, views, missing, "rules", notes)
+    return replace(result, concepts=tuple(concepts), absent_from_docs=absent)
+
+
+def _gt_doc_texts(trace: Trace) -> list[str]:
+    """The ground-truth documents' text, rebuilt from all their chunks."""
+    by_doc: dict[str, list[Chunk]] = {}
+    for c in trace.gt_doc_chunks:
+        by_doc.setdefault(c.doc_id, []).append(c)
+    return [reconstruct_text(chunks)[0] for chunks in by_doc.values()]
 
 
 def _dedupe(concepts: Sequence[str]) -> list[str]:

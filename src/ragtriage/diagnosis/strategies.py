@@ -162,7 +162,7 @@ async def _ragec(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribut
             )
         else:
             cov = rules_concept_coverage(trace, gt.ids)
-        call = stage_from_coverage(cov.coverage, len(cov.concepts), cfg)
+        call = stage_from_coverage(cov.coverage, cov.n_scored, cfg)
     evidence = _gt_evidence(gt, cov)
     if call.stage is None:
         return Attribution(None, call.reason, (), tuple(evidence), gt, cov)
