@@ -168,3 +168,18 @@ def test_rules_coverage_still_blames_chunking_for_separated_concepts() -> None:
     cov = rules_concept_coverage(trace, ["gd_0"])
     assert "Springfield" not in " ".join(cov.absent_from_docs)
     assert cov.coverage is not None and cov.coverage < 1.0
+
+
+def test_gt_doc_texts_matches_reconstruct_text_with_overlaps_and_gaps() -> None:
+    from ragtriage.diagnosis.concepts import gt_doc_texts
+    from ragtriage.groundtruth import reconstruct_text
+    from ragtriage.records import Chunk
+
+    text = "Der Stausee fasst 40 Mio. m3. 水库于2011年建成。 It feeds three towns."
+    pieces = [(0, 20), (15, 38), (45, len(text))]  # overlap, then a gap
+    chunks = [
+        Chunk(chunk_id=f"r#{i}", doc_id="r", text=text[s:e], start=s, end=e, index=i)
+        for i, (s, e) in enumerate(pieces)
+    ]
+    trace = make_trace().model_copy(update={"gt_doc_chunks": chunks})
+    assert gt_doc_texts(trace) == {"r": reconstruct_text(chunks)}

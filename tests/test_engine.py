@@ -268,3 +268,44 @@ async def test_dry_run_estimates_without_calling() -> None:
     # the path of the rules judge is followed: eval, concepts, containment, votes
     assert est.estimated_calls == 4 and est.estimated_prompt_tokens > 0
     assert d.undetermined
+
+
+async def test_rules_alternatives_do_not_blame_a_stage_that_delivered_everything() -> None:
+    # every GT chunk was retrieved, kept by the reranker and given to the generator,
+    # which got the number wrong: neither strategy may put it on chunking, retrieval or
+    # reranking (their tests describe the pipeline, not a failure, in this case)
+    trace = make_trace(
+        query="How many turbines does the Hallorn wind park have?",
+        gt_answer="The Hallorn wind park has 42 turbines.",
+        answer="The Hallorn wind park has 24 turbines.",
+        gt_texts=(
+            "The Hallorn wind park has 42 turbines.",
+            "It was built by Nordvik Energi.",
+            "Its output is sold to the regional grid.",
+        ),
+        references=["The Hallorn wind park has 42 turbines."],
+        retrieved=["gd_0", "od_0", "gd_1"],
+        reranked=["gd_0", "gd_1"],
+        context=["gd_0", "gd_1"],
+    )
+    for strategy in ("single-step", "stage-sequential"):
+        d = await Diagnoser("rules", strategy).diagnose(trace)  # type: ignore[arg-type]
+        assert d.stage is Stage.GENERATION, (strategy, d.stage_reason, d.evidence)
+
+
+async def test_rules_alternatives_zh_reranker_drop_is_not_blamed_on_retrieval() -> None:
+    trace = make_trace(
+        query="河湾水厂每天供水多少吨？",
+        gt_answer="每天供水12万吨。",
+        answer="我不知道。",
+        gt_texts=("河湾水厂每天供水12万吨。", "水厂始建于1998年。", "水厂位于城东。"),
+        other_texts=("山前水厂每天供水5万吨。", "城西污水厂正在扩建。"),
+        references=["河湾水厂每天供水12万吨。"],
+        retrieved=["od_0", "gd_0", "od_1"],
+        reranked=["od_0", "od_1"],
+        context=["od_0", "od_1"],
+        language="zh",
+    )
+    for strategy in ("single-step", "stage-sequential"):
+        d = await Diagnoser("rules", strategy).diagnose(trace)  # type: ignore[arg-type]
+        assert d.stage is Stage.RERANKING, (strategy, d.stage_reason)

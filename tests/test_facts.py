@@ -297,3 +297,86 @@ def test_content_support_en_and_zh() -> None:
     assert zh.unsupported_share > 0.2
     assert "帕金森" in "".join(zh.examples)
     assert content_support("患者王伟既往健康", ["患者王伟既往身体健康"]).unsupported == 0
+
+
+# -- fast term/token scanners match the straightforward versions ------------------------
+
+_ALPHABET = "ab1 the.,'-中文字豈あ한9_\n"
+
+
+def _terms_by_runs(normalised: str) -> list[str]:
+    """The former per-run implementation of facts._terms, kept here as the oracle."""
+    import re
+
+    from ragtriage.diagnosis.facts import _stem
+    from ragtriage.text import STOPWORDS_EN
+
+    out: list[str] = []
+    pos = 0
+    runs = list(re.finditer(r"[\u3400-\u9fff\uf900-\ufaff]+", normalised))
+    for run in [*runs, None]:
+        stop = len(normalised) if run is None else run.start()
+        for w in re.findall(r"[^\W_]+", normalised[pos:stop]):
+            if w not in STOPWORDS_EN:
+                out.append(_stem(w))
+        if run is None:
+            break
+        cjk = run.group()
+        out.extend([cjk] if len(cjk) == 1 else [cjk[i : i + 2] for i in range(len(cjk) - 1)])
+        pos = run.end()
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=_ALPHABET, max_size=30))
+def test_terms_scanner_matches_the_per_run_version(text: str) -> None:
+    from ragtriage.diagnosis.facts import _terms
+
+    assert _terms(text) == _terms_by_runs(text)
+
+
+def _token_spans_by_chars(text: str) -> list[tuple[int, int]]:
+    """The former per-character implementation of text.token_spans (the oracle)."""
+    from ragtriage import text as T
+
+    spans: list[tuple[int, int]] = []
+    for m in T._LATIN_TOKEN.finditer(text):
+        s, e = m.start(), m.end()
+        seg = text[s:e]
+        if T._CJK_RE.search(seg) is None:
+            spans.append((s, e))
+            continue
+        run_start: int | None = None
+        for i, c in enumerate(seg, start=s):
+            if T.is_cjk(c):
+                if run_start is not None:
+                    spans.append((run_start, i))
+                    run_start = None
+                spans.append((i, i + 1))
+            elif run_start is None:
+                run_start = i
+        if run_start is not None:
+            spans.append((run_start, e))
+    return spans
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=_ALPHABET, max_size=30))
+def test_token_spans_matches_the_per_character_version(text: str) -> None:
+    from ragtriage.text import token_spans
+
+    assert token_spans(text) == _token_spans_by_chars(text)
+
+
+def test_is_cjk_ranges() -> None:
+    from ragtriage.text import is_cjk
+
+    assert is_cjk("法") and is_cjk("か") and is_cjk("한") and is_cjk("\U00020001")
+    assert not is_cjk("a") and not is_cjk("。") and not is_cjk("1")
+
+
+def test_you_inside_a_fixed_term_does_not_split_a_chinese_concept() -> None:
+    # 有 is a function character, but not in 有期徒刑 / 有限公司 / 有效
+    concepts = extract_concepts("法院对被告人王某判处有期徒刑几年？")
+    assert any("有期徒刑" in c for c in concepts), concepts
+    assert not any(c == "期徒刑" for c in concepts)

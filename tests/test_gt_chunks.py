@@ -141,3 +141,18 @@ def test_tally_parses_varied_formats() -> None:
     empty = tally_gt_votes(["Relevant Chunks: []"] * 3, views, CFG)
     assert empty is not None and empty.ids == () and empty.readable_votes == 3
     assert tally_gt_votes(["nothing", None], views, CFG) is None
+
+
+def test_reference_fast_path_agrees_with_the_full_search() -> None:
+    from ragtriage.diagnosis.gt_chunks import gt_from_references
+    from ragtriage.groundtruth import gt_chunks_from_references
+
+    for refs in (
+        ["Acme Corp was founded in 1999"],  # verbatim: fast path
+        ["acme corp  was founded in 1999"],  # only after normalisation: full search
+        ["sells widgets and gadgets", "chief executive is Ann Lee"],
+    ):
+        trace = make_trace(references=refs)
+        got = gt_from_references(trace)
+        ids, _ = gt_chunks_from_references(trace.example, trace.gt_doc_chunks)
+        assert got is not None and list(got.ids) == ids

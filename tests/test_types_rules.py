@@ -856,3 +856,74 @@ def test_vote_distribution_invariants(scores: list[float], k: int) -> None:
     for t, s in weights:
         if t is not top:
             assert counts[t] <= s / total * k + 1
+
+
+# ------------------------------------------------------------------ retrieval: E4 vs E5
+
+HARBOUR = chunks_of(
+    "h1",
+    [
+        "Port of Kessling 2021 review. The port handled 4.1 million containers in 2021.",
+        "Dredging of the north channel to 16 metres finished in May 2021.",
+        "The port authority hired 220 new crane operators during the year.",
+        "A rail link to the inland terminal at Vorden opened in September 2021.",
+        "Ferry traffic fell by 12 percent because of timetable cuts.",
+        "The authority plans a hydrogen bunkering pier for 2024.",
+    ],
+)
+Q_RAIL = "When did the Port of Kessling rail link to Vorden open, and how deep is the channel?"
+
+
+def _harbour_ctx(retrieved: Sequence[Chunk], gt_ids: Sequence[str]) -> CaseContext:
+    return make_ctx(
+        Stage.RETRIEVAL,
+        query=Q_RAIL,
+        gt="It opened in September 2021; the channel is 16 metres deep.",
+        doc_chunks=HARBOUR,
+        gt_ids=gt_ids,
+        retrieved=retrieved,
+        doc_ids=("h1",),
+    )
+
+
+def test_partial_miss_is_e4_and_never_e5() -> None:
+    # one of the two GT chunks was retrieved: part of the answer is missing (E4 by
+    # definition), even though the rest of the list comes from the right document
+    ctx = _harbour_ctx([HARBOUR[3], HARBOUR[0], HARBOUR[2], HARBOUR[4]], ["h1#1", "h1#3"])
+    found = fired(ctx)
+    assert E.E5 not in found
+    assert "part of the answer is missing" in found[E.E4]
+    assert top_type(ctx) is E.E4
+
+
+def test_total_miss_with_a_same_document_head_is_e5() -> None:
+    # nothing of the answer retrieved; the head of the list is all the right document
+    ctx = _harbour_ctx([HARBOUR[0], HARBOUR[2], HARBOUR[4], HARBOUR[5]], ["h1#3"])
+    found = fired(ctx)
+    assert "all come from the right document" in found[E.E5]
+    assert top_type(ctx) is E.E5
+
+
+def test_chinese_partial_miss_is_e4() -> None:
+    clinic = chunks_of(
+        "z1",
+        [
+            "青禾社区医院2022年年报。全年门诊量为18.6万人次。",
+            "医院于2022年4月开设了儿童哮喘专科门诊。",
+            "全年新招聘护士35名，培训医生120人次。",
+            "医院与市第三医院建立了双向转诊机制。",
+        ],
+        sep="",
+    )
+    ctx = make_ctx(
+        Stage.RETRIEVAL,
+        query="青禾社区医院何时开设儿童哮喘专科门诊？全年门诊量是多少？",
+        gt="2022年4月开设；全年门诊量18.6万人次。",
+        doc_chunks=clinic,
+        gt_ids=["z1#0", "z1#1"],
+        retrieved=[clinic[0], clinic[2], clinic[3]],
+        doc_ids=("z1",),
+    )
+    found = fired(ctx)
+    assert E.E5 not in found
+    assert top_type(ctx) is E.E4

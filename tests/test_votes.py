@@ -95,3 +95,28 @@ def test_apportion_always_k_votes_and_monotone_in_score(
         for b, sb in positive.items():
             if sa > sb:  # a higher score never gets fewer votes
                 assert votes.count(a) >= votes.count(b)
+
+
+def test_strongest_type_keeps_a_strict_plurality_among_many_weak_ones() -> None:
+    # largest remainders alone would give E7 and E8 two votes each (and taxonomy order
+    # would then pick E7 although E8 scored higher)
+    scores = {
+        ErrorType.E8: 0.96,
+        ErrorType.E7: 0.75,
+        ErrorType.E14: 0.63,
+        ErrorType.E9: 0.56,
+        ErrorType.E15: 0.34,
+        ErrorType.E13: 0.32,
+        ErrorType.E16: 0.25,
+    }
+    votes = apportion_votes(scores, 10)
+    assert len(votes) == 10
+    summary = summarize_votes(votes)
+    assert summary.mode is ErrorType.E8
+    counts = {t: votes.count(t) for t in set(votes)}
+    assert all(n < counts[ErrorType.E8] for t, n in counts.items() if t is not ErrorType.E8)
+
+
+def test_equal_top_scores_are_left_to_the_tie_rules() -> None:
+    votes = apportion_votes({ErrorType.E4: 0.6, ErrorType.E5: 0.6}, 10)
+    assert votes.count(ErrorType.E4) == votes.count(ErrorType.E5) == 5

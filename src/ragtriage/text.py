@@ -48,10 +48,7 @@ _LETTER_RE = re.compile(r"[^\W\d_]")
 
 def is_cjk(ch: str) -> bool:
     """True for a CJK ideograph (or kana/hangul) character."""
-    cp = ord(ch)
-    if cp < 0x3040:
-        return False
-    return any(lo <= cp <= hi for lo, hi in _CJK_RANGES)
+    return ch >= "\u3040" and _CJK_RE.match(ch) is not None
 
 
 def has_cjk(text: str) -> bool:
@@ -86,27 +83,22 @@ def normalize(text: str) -> str:
 _LATIN_TOKEN = re.compile(r"[^\W_]+(?:(?:['’\-]|(?<=\d)[.,](?=\d))[^\W_]+)*", re.UNICODE)
 
 
+_CJK_OR_RUN_RE = re.compile(f"[{_CJK_CLASS}]|[^{_CJK_CLASS}]+")
+
+
 def token_spans(text: str) -> list[tuple[int, int]]:
     """Character spans of tokens: Latin words/numbers, and single CJK characters."""
+    if _CJK_RE.search(text) is None:
+        return [m.span() for m in _LATIN_TOKEN.finditer(text)]
     spans: list[tuple[int, int]] = []
     for m in _LATIN_TOKEN.finditer(text):
-        s, e = m.start(), m.end()
-        seg = text[s:e]
+        s, e = m.span()
+        seg = m.group()
         if _CJK_RE.search(seg) is None:
             spans.append((s, e))
             continue
         # split mixed runs: each CJK char is its own token, Latin runs stay together
-        run_start: int | None = None
-        for i, c in enumerate(seg, start=s):
-            if is_cjk(c):
-                if run_start is not None:
-                    spans.append((run_start, i))
-                    run_start = None
-                spans.append((i, i + 1))
-            elif run_start is None:
-                run_start = i
-        if run_start is not None:
-            spans.append((run_start, e))
+        spans.extend((s + p.start(), s + p.end()) for p in _CJK_OR_RUN_RE.finditer(seg))
     return spans
 
 
@@ -169,14 +161,18 @@ def match_tokens(text: str) -> list[str]:
 
 def content_tokens(text: str) -> list[str]:
     """Matching tokens without stopwords and lone punctuation (see :func:`match_tokens`)."""
-    out: list[str] = []
-    for tok in match_tokens(text):
-        if tok in STOPWORDS_EN:
-            continue
-        if all(is_cjk(c) for c in tok) and all(c in STOPWORDS_ZH for c in tok):
-            continue
-        out.append(tok)
-    return out
+    return list(_content_tokens(text))
+
+
+@lru_cache(maxsize=8192)
+def _content_tokens(text: str) -> tuple[str, ...]:
+    # every Chinese stopword is a CJK character, so "all characters are stopwords"
+    # implies "all characters are CJK"
+    return tuple(
+        tok
+        for tok in match_tokens(text)
+        if tok not in STOPWORDS_EN and not all(c in STOPWORDS_ZH for c in tok)
+    )
 
 
 def token_f1(prediction: str, reference: str) -> tuple[float, float, float]:

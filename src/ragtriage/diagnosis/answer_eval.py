@@ -10,7 +10,9 @@ Two judges:
 * :func:`evaluate_rules` — offline and deterministic, English and Chinese:
   abstention phrases, normalised exact match and containment, token F1/recall
   (words for English, character bigrams for Chinese), keypoint coverage, and
-  agreement of numbers, dates and names between answer and ground truth.
+  agreement of numbers, dates and names between answer and ground truth, and
+  whether each fact stays with its event (:mod:`ragtriage.diagnosis.alignment`:
+  swapped dates/amounts/names, a name replaced in the clause that restates it).
 * :func:`evaluate_llm` — the Listing-3 prompt; an unreadable reply or a failed call
   gives an undetermined :class:`~ragtriage.records.Judgement` with the reason.
 """
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis._calls import LLMCalls
+from ragtriage.diagnosis.alignment import fact_swaps, substituted_names
 from ragtriage.diagnosis.facts import (
     dates_match,
     extract_dates,
@@ -344,6 +347,24 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             AnswerLabel.INCORRECT,
             f"numbers/dates disagree: ground truth {_show(values.contradicted)}, "
             f"answer {_show(values.answer)}",
+        )
+    # order: the same facts attached to other events, or a name replaced in place
+    swaps = fact_swaps(gt, ans)
+    if swaps:
+        sw = swaps[0]
+        return _judgement(
+            example,
+            AnswerLabel.INCORRECT,
+            f"{sw.kind}s exchanged between events: the ground truth ties {sw.first!r} and "
+            f"{sw.second!r} the other way round",
+        )
+    subs = substituted_names(gt, ans, example.query)
+    if subs:
+        sub = subs[0]
+        return _judgement(
+            example,
+            AnswerLabel.INCORRECT,
+            f"names {sub.instead!r} where the ground truth names {sub.missing!r}",
         )
     facts = answer_facts(ans, gt, example.keypoints, values=values)
     if facts.gt_tokens == 0:

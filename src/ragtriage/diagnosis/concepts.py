@@ -14,10 +14,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from ragtriage.diagnosis._calls import LLMCalls
 from ragtriage.diagnosis.facts import concept_in_text, extract_concepts
-from ragtriage.groundtruth import reconstruct_text
 from ragtriage.judge.parsing import (
     parse_concept_list,
     parse_containment,
@@ -37,6 +37,7 @@ __all__ = [
     "ConceptCoverage",
     "concept_hits_rules",
     "coverage_of",
+    "gt_doc_texts",
     "gt_views",
     "llm_concept_coverage",
     "rules_concept_coverage",
@@ -151,10 +152,43 @@ def rules_concept_coverage(trace: Trace, gt_ids: Sequence[str]) -> ConceptCovera
 
 def _gt_doc_texts(trace: Trace) -> list[str]:
     """The ground-truth documents' text, rebuilt from all their chunks."""
+    return [text for text, _ in gt_doc_texts(trace).values()]
+
+
+def gt_doc_texts(trace: Trace) -> dict[str, tuple[str, int]]:
+    """``{doc_id: (text, offset)}`` of the ground-truth documents rebuilt from their
+    chunks in ``trace.gt_doc_chunks`` (as :func:`ragtriage.groundtruth.reconstruct_text`
+    does; where overlapping chunks disagree the earlier one wins). Cached on the chunks'
+    ids, offsets and texts, so every step diagnosing one trace rebuilds each document
+    once."""
     by_doc: dict[str, list[Chunk]] = {}
     for c in trace.gt_doc_chunks:
         by_doc.setdefault(c.doc_id, []).append(c)
-    return [reconstruct_text(chunks)[0] for chunks in by_doc.values()]
+    return {
+        doc_id: _doc_text(tuple((c.start, c.index, c.text) for c in chunks))
+        for doc_id, chunks in by_doc.items()
+    }
+
+
+@lru_cache(maxsize=1024)
+def _doc_text(pieces: tuple[tuple[int, int, str], ...]) -> tuple[str, int]:
+    items = sorted(pieces, key=lambda p: (p[0], p[1]))
+    if not items:
+        return "", 0
+    offset = items[0][0]
+    parts: list[str] = []
+    end = offset
+    for start, _, text in items:
+        stop = start + len(text)
+        if stop <= end:
+            continue
+        if start > end:
+            parts.append(" " * (start - end))
+            parts.append(text)
+        else:
+            parts.append(text[end - start :])
+        end = stop
+    return "".join(parts), offset
 
 
 def _dedupe(concepts: Sequence[str]) -> list[str]:

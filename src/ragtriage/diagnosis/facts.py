@@ -1315,7 +1315,7 @@ _ZH_FUNCTION_WORDS = (
 )
 _RE_ZH_SPLIT = re.compile(
     "|".join(re.escape(w) for w in sorted(_ZH_FUNCTION_WORDS, key=len, reverse=True))
-    + "|被(?![告害上申])|有(?![限效利关益])|时(?!间|期|代)|因(?!素|此)|以(?!上|下|来|后|前)"
+    + "|被(?![告害上申])|有(?![限效利关益期])|时(?!间|期|代)|因(?!素|此)|以(?!上|下|来|后|前)"
 )
 _RE_ZH_SOFT_SPLIT = re.compile(r"按照|按|向|由|将|为|对|后|前|底|初|末|被|给|让|使|所")
 _RE_LATIN_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
@@ -1498,27 +1498,23 @@ def _stem(word: str) -> str:
     return word
 
 
-_RE_NON_CJK_WORD = re.compile(r"[^\W_]+")
+_RE_TERM_PIECE = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+|[^\W_\u3400-\u9fff\uf900-\ufaff]+")
 
 
 def _terms(normalised: str) -> list[str]:
     """Stemmed Latin words (stopwords dropped) and CJK character bigrams (a single
     character for an isolated CJK character); CJK runs never join across other text."""
     out: list[str] = []
-    pos = 0
-    for run in [*_RE_CJK_RUN.finditer(normalised), None]:
-        stop = len(normalised) if run is None else run.start()
-        for w in _RE_NON_CJK_WORD.findall(normalised[pos:stop]):
-            if w not in STOPWORDS_EN:
-                out.append(_stem(w))
-        if run is None:
-            break
-        cjk = run.group()
-        if len(cjk) == 1:
-            out.append(cjk)
-        else:
-            out.extend(cjk[i : i + 2] for i in range(len(cjk) - 1))
-        pos = run.end()
+    stop = STOPWORDS_EN
+    for piece in _RE_TERM_PIECE.findall(normalised):
+        c = piece[0]
+        if "\u3400" <= c <= "\u9fff" or "\uf900" <= c <= "\ufaff":
+            if len(piece) == 1:
+                out.append(piece)
+            else:
+                out.extend([piece[i : i + 2] for i in range(len(piece) - 1)])
+        elif piece not in stop:
+            out.append(_stem(piece))
     return out
 
 

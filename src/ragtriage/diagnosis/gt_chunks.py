@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis._calls import LLMCalls
+from ragtriage.diagnosis.concepts import gt_doc_texts
 from ragtriage.groundtruth import gt_chunks_from_references
 from ragtriage.judge.parsing import parse_chunk_choice
 from ragtriage.judge.prompts import ChunkView, Prompt, alias, ground_truth_text, gt_chunks_prompt
@@ -81,13 +82,52 @@ def gt_from_dataset(trace: Trace) -> GTChunks | None:
     return GTChunks(ids, "dataset", f"{len(ids)} ground-truth chunk(s) given by the dataset")
 
 
+_MAX_OCCURRENCES = 64
+
+
+def _exact_reference_chunks(trace: Trace, refs: Sequence[str]) -> list[str] | None:
+    """Fast path of :func:`ragtriage.groundtruth.gt_chunks_from_references` with the
+    same result: when every reference occurs verbatim in every searched document, its
+    chunks are the ones overlapping those occurrences (documents rebuilt once per
+    trace, cached). Otherwise ``None``: the full search (normalised, fuzzy) decides."""
+    texts = gt_doc_texts(trace)
+    ex = trace.example
+    wanted = [d for d in dict.fromkeys(ex.doc_ids) if d in texts] if ex.doc_ids else list(texts)
+    if not wanted:
+        return None
+    spans: dict[str, list[tuple[int, int]]] = {d: [] for d in wanted}
+    for ref in refs:
+        needle = ref.strip()
+        for doc_id in wanted:
+            text, offset = texts[doc_id]
+            at = text.find(needle)
+            if at < 0:
+                return None
+            found = 0
+            while at >= 0 and found < _MAX_OCCURRENCES:
+                spans[doc_id].append((offset + at, offset + at + len(needle)))
+                found += 1
+                at = text.find(needle, at + len(needle))
+    hit: set[str] = set()
+    for c in trace.gt_doc_chunks:
+        doc_spans = spans.get(c.doc_id)
+        if doc_spans and any(min(c.end, e) - max(c.start, b) >= 1 for b, e in doc_spans):
+            hit.add(c.chunk_id)
+    return list(dict.fromkeys(c.chunk_id for c in trace.gt_doc_chunks if c.chunk_id in hit))
+
+
 def gt_from_references(trace: Trace) -> GTChunks | None:
     """GT chunks overlapping the located references, or ``None`` when the example has
     no references or none could be located in the GT documents."""
     refs = [r for r in trace.example.references if r.strip()]
     if not refs or not trace.gt_doc_chunks:
         return None
-    ids, missing = gt_chunks_from_references(trace.example, trace.gt_doc_chunks)
+    fast = _exact_reference_chunks(trace, refs)
+    ids, missing = (
+        (fast, [])
+        if fast is not None
+        else gt_chunks_from_references(trace.example, trace.gt_doc_chunks)
+    )
     if not ids:
         return None
     note = (

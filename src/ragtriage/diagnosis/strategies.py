@@ -6,10 +6,13 @@ Three strategies (seed 000, §5 and App. B.4), each with a rules and an LLM judg
   reranking → chunking/retrieval by concept coverage), then K votes on the types of
   that stage with only that stage's context.
 * ``single-step`` (B.4.1) — one judgement over all 16 types with all the context; the
-  stage is the stage of the modal type. Rules: every stage's type tests pooled.
+  stage is the stage of the modal type. Rules: the type tests of every stage that can
+  have failed (see :func:`_stage_can_fail`) pooled; generation tests damped when most
+  GT chunks never reached the generator.
 * ``stage-sequential`` (B.4.2) — forward over the pipeline, asking at each stage
   "is there an error here?"; the first yes wins, generation by elimination. Rules:
-  the first stage (chunking → retrieval → reranking) whose type tests fire.
+  the first stage (chunking → retrieval → reranking) that can have failed and whose
+  type tests fire.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from ragtriage.diagnosis.concepts import (
     rules_concept_coverage,
 )
 from ragtriage.diagnosis.gt_chunks import GTChunks, determine_gt_chunks
-from ragtriage.diagnosis.stage import gt_flow, stage_from_coverage, stage_from_flow
+from ragtriage.diagnosis.stage import GTFlow, gt_flow, stage_from_coverage, stage_from_flow
 from ragtriage.diagnosis.types_llm import (
     llm_type_votes,
     parse_stage_check,
@@ -57,6 +60,9 @@ STRATEGIES: tuple[Strategy, ...] = ("ragec", "single-step", "stage-sequential")
 #: stage-sequential (rules): a stage "has an error" when one of its tests scores this much
 _FIRES = 0.5
 _FORWARD = (Stage.CHUNKING, Stage.RETRIEVAL, Stage.RERANKING)
+#: single-step (rules): generation scores are multiplied by this when at most half of
+#: the GT chunks reached the generator
+_GEN_DAMP = 0.7
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,15 +183,43 @@ async def _ragec(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribut
 # -- single-step ----------------------------------------------------------------------
 
 
+def _stage_can_fail(stage: Stage, flow: GTFlow) -> bool:
+    """Whether the GT chunks' path leaves room for ``stage`` to be at fault (rules
+    single-step and stage-sequential): chunking and retrieval only when some GT chunk
+    was not retrieved, reranking only when a retrieved GT chunk was not forwarded to the
+    generator; none of the three without GT chunks. Generation can always fail. Without
+    this gate a test that merely describes the pipeline (small chunks, a same-document
+    head of the list) would blame a stage that delivered everything."""
+    if stage is Stage.GENERATION:
+        return True
+    if not flow.gt_ids:
+        return False
+    if stage is Stage.RERANKING:
+        return bool(flow.not_forwarded)
+    return len(flow.retrieved) < len(flow.gt_ids)
+
+
 def _pooled_scores(ctxs: Sequence[CaseContext]) -> tuple[dict[ErrorType, float], list[str]]:
     scores: dict[ErrorType, float] = {}
     lines: list[str] = []
     for ctx in ctxs:
+        flow = gt_flow(ctx.trace, ctx.gt_chunk_ids)
+        if not _stage_can_fail(ctx.stage, flow):
+            continue
+        # a generator that never saw most of the GT chunks is a less likely root cause:
+        # its tests (answer vs context vs ground truth) are damped, not dropped
+        share = flow.context_share
+        damp = (
+            _GEN_DAMP
+            if ctx.stage is Stage.GENERATION and share is not None and share <= 0.5
+            else 1.0
+        )
         found: list[TypeEvidence] = rule_type_evidence(ctx)
         for ev in found:
-            if ev.score > scores.get(ev.error_type, 0.0):
-                scores[ev.error_type] = ev.score
-            lines.append(f"{ev.error_type} ({ev.score:.2f}): {ev.evidence}")
+            score = ev.score * damp
+            if score > scores.get(ev.error_type, 0.0):
+                scores[ev.error_type] = score
+            lines.append(f"{ev.error_type} ({score:.2f}): {ev.evidence}")
     return scores, lines
 
 
@@ -239,7 +273,11 @@ async def _stage_sequential(env: StrategyEnv, trace: Trace, label: AnswerLabel) 
     cov = rules_concept_coverage(trace, gt.ids)
     base = _context(trace, Stage.GENERATION, label, gt, cov)
     evidence = _gt_evidence(gt, cov)
+    flow = gt_flow(trace, gt.ids)
     for stage in _FORWARD:
+        if not _stage_can_fail(stage, flow):
+            evidence.append(f"stage-sequential: {stage.value} delivered every GT chunk; not tested")
+            continue
         ctx = replace(base, stage=stage)
         fired = [e for e in rule_type_evidence(ctx) if e.score >= _FIRES]
         if fired:

@@ -132,6 +132,21 @@ def apportion_votes(scores: Mapping[ErrorType, float], k: int) -> list[Vote]:
     by_remainder = sorted(positive, key=lambda t: (-(quotas[t] - seats[t]), _ORDER[t]))
     for t in by_remainder[:left]:
         seats[t] += 1
+    # the strictly strongest type keeps a strict plurality: rounding among many weak
+    # types must not tie it with a weaker one (the mode would then fall to taxonomy order)
+    ranked = sorted(positive, key=lambda t: (-positive[t], _ORDER[t]))
+    best = ranked[0]
+    if len(ranked) > 1 and positive[best] > positive[ranked[1]]:
+        while True:
+            rivals = [t for t in positive if t != best and seats[t] >= seats[best]]
+            if not rivals:
+                break
+            donor = max(
+                (t for t in positive if t != best and seats[t] > 0),
+                key=lambda t: (seats[t], -positive[t], -_ORDER[t]),
+            )
+            seats[donor] -= 1
+            seats[best] += 1
     out: list[Vote] = []
     for t in sorted(seats, key=lambda t: _ORDER[t]):
         out.extend([t] * seats[t])
