@@ -162,6 +162,15 @@ class DiagnosisConfig(_Cfg):
     correct_f1: float = Field(default=0.6, ge=0, le=1)
     possible_f1: float = Field(default=0.35, ge=0, le=1)
     seed: int = 0
+    chunking_extension: bool = Field(
+        default=True,
+        description="Extension of the stage cascade (not in RAGEC): blame chunking when a "
+        "reference is cut into small, partly unretrieved chunks or an unretrieved GT chunk "
+        "is oversized, before the concept-coverage test.",
+    )
+    oversized_chunk_ratio: float = Field(
+        default=3.0, gt=1, description="Chunking extension: oversized = this x doc median."
+    )
 
 
 class PipelineConfig(_Cfg):

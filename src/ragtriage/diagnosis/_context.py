@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ragtriage.config import DiagnosisConfig
 from ragtriage.records import AnswerLabel, Chunk, ErrorType, Stage, Trace
 
 __all__ = ["CaseContext", "TypeEvidence"]
@@ -27,6 +28,8 @@ class CaseContext:
     concepts: tuple[str, ...] = ()
     #: concept -> ids of GT chunks that contain it
     concept_hits: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: the diagnosis settings (``None``: the defaults)
+    config: DiagnosisConfig | None = None
 
     @property
     def chunks(self) -> dict[str, Chunk]:

@@ -957,6 +957,7 @@ _RE_ZH_ORG = re.compile(
     + "|".join(sorted(_ZH_ORG_SUFFIXES, key=len, reverse=True))
     + ")"
 )
+_ZH_ORG_SUFFIXES_LONGEST = tuple(sorted(_ZH_ORG_SUFFIXES, key=len, reverse=True))
 _ZH_BOUNDARY_WORDS = (
     "根据",
     "依据",
@@ -987,6 +988,17 @@ _ZH_BOUNDARY_WORDS = (
     "一般",
     "例如",
     "比如",
+    "收购",
+    "并购",
+    "完成",
+    "起诉",
+    "委托",
+    "聘请",
+)
+#: descriptors that make "X公司" a common noun, not a name ("上市公司", "子公司")
+_ZH_GENERIC_ORG_HEADS = frozenset(
+    "上市 保险 子 母 分 总 控股 参股 关联 合资 外资 国有 民营 私营 商业 该 本 贵 其 原 某 "
+    "一家 两家 多家 各家 各 此 这家 那家 这 那 新 老 家".split()
 )
 _ZH_BOUNDARY_CHARS = frozenset(
     "的和与及或在对向由被把从于是为将据了给同跟让使经其该这那年月日、，。；：！？,.;:!? "
@@ -1028,6 +1040,7 @@ _RE_ZH_ROLE_NAME = re.compile(
 )
 _ZH_NAME_STOP = frozenset(
     "的在于因被是与和及为向对将等称曾已未出现有说表示经入院诊患主诉自今于了，。、；"
+    "以并也都又还均即则从把让"
 )
 _RE_ZH_MOU = re.compile(r"([\u4e00-\u9fff])某{1,2}")
 _RE_QUOTED = re.compile(r"[“\"「『《]([^“”\"「」『』《》\n]{2,40})[”\"」』》]")
@@ -1158,12 +1171,19 @@ def _entities(text: str) -> tuple[str, ...]:
         for i, ch in enumerate(name[:-2]):
             if ch in _ZH_BOUNDARY_CHARS:
                 cut = max(cut, i + 1)
+        # a role word before the name ("被告青禾建材有限公司", "原告..."), unless it is part
+        # of the suffix ("律师事务所") or would leave under two characters of the name
+        core_end = len(name) - len(next(x for x in _ZH_ORG_SUFFIXES_LONGEST if name.endswith(x)))
+        for role in _ZH_ROLES:
+            i = name.rfind(role, 0, core_end)
+            if i >= 0 and i + len(role) <= core_end - 2:
+                cut = max(cut, i + len(role))
         name = name[cut:]
         suffix = next(
             s for s in sorted(_ZH_ORG_SUFFIXES, key=len, reverse=True) if name.endswith(s)
         )
-        if len(name) - len(suffix) < 2:
-            continue  # 该公司, 本公司, 公司
+        if len(name) - len(suffix) < 2 or name[: -len(suffix)] in _ZH_GENERIC_ORG_HEADS:
+            continue  # 该公司, 本公司, 公司, 上市公司, 保险公司
         found.append((m.start() + cut, name))
 
     for m in _RE_ZH_MOU.finditer(t):
@@ -1592,7 +1612,16 @@ def concept_in_text(concept: str, text: str, *, threshold: float = 0.8) -> bool:
     4. for concepts of 8+ characters in texts of at most 4,000 characters, a fuzzy
        alignment (rapidfuzz ``partial_ratio``) scoring at least ``(1 + threshold) / 2`` —
        small edits and typos.
+
+    Pure, so cached on ``(concept, text, threshold)``: the stage cascade and the type
+    tests ask about the same concept and chunk several times per trace, and runs that
+    share queries and chunks ask again.
     """
+    return _concept_in(concept, text, threshold)
+
+
+@lru_cache(maxsize=16384)
+def _concept_in(concept: str, text: str, threshold: float) -> bool:
     c = _prepare(concept)
     if not c.compact:
         return False

@@ -7,6 +7,24 @@
 3. Otherwise **chunking** if the share of query concepts found in the GT chunks is
    below ``concept_coverage`` (0.8), else **retrieval** (B.2.4).
 
+**Extension of the paper's cascade** (``DiagnosisConfig.chunking_extension``, on by
+default): B.2.4 sees chunking only through concept coverage, so over- and
+underchunking are invisible to it -- tiny pieces still cover the query's concepts
+together, and an oversized chunk covers all of them. Before the coverage test,
+:func:`chunk_shape_findings` looks at the shape of the GT chunks themselves and blames
+chunking when
+
+* (a) *overchunking*: a located reference (evidence span) is cut across several GT
+  chunks that are small -- one of them lies wholly inside the reference, or the
+  document's median chunk is shorter than the reference -- and not all of those pieces
+  were retrieved (an ordinary boundary through a reference whose halves were both
+  retrieved is no error);
+* (b) *underchunking*: a GT chunk that was not retrieved is at least
+  ``oversized_chunk_ratio`` (3) times the median chunk length of its document (of
+  three or more chunks; of a shorter document, the median of the other chunks the
+  trace knows) and at least ``_MIN_OVERSIZED_TOKENS`` tokens long -- its embedding is
+  diluted by everything else it holds. Uniform chunk sizes never fire.
+
 Steps 1-2 need only chunk ids (:func:`gt_flow`, :func:`stage_from_flow`); step 3 needs
 the concept coverage, which may cost LLM calls, so it is a separate function
 (:func:`stage_from_coverage`). :func:`classify_stage` chains them for callers that
@@ -15,20 +33,36 @@ already know the coverage. Everything here is pure.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import median
+from typing import Literal
 
 from ragtriage.config import DiagnosisConfig
-from ragtriage.records import Stage, Trace
+from ragtriage.diagnosis.concepts import gt_doc_texts
+from ragtriage.groundtruth import locate_reference
+from ragtriage.records import Chunk, Stage, Trace
 
 __all__ = [
+    "ChunkShapeFinding",
     "GTFlow",
     "StageCall",
+    "chunk_shape_findings",
     "classify_stage",
     "gt_flow",
+    "stage_from_chunk_shape",
     "stage_from_coverage",
     "stage_from_flow",
 ]
+
+#: (b) an oversized GT chunk must also hold at least this many tokens (Latin words plus
+#: CJK characters): three times a median of 20 tokens is still a short paragraph
+_MIN_OVERSIZED_TOKENS = 120
+#: (b) the document needs this many chunks for its median to mean anything
+_MIN_DOC_CHUNKS = 3
+#: fuzzy reference location only for documents up to this many characters
+_FUZZY_DOC_CHARS = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +182,136 @@ def stage_from_coverage(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class ChunkShapeFinding:
+    """A chunking fault seen in the shape of the GT chunks (see the module docstring):
+    ``kind`` "over" for (a), "under" for (b); ``chunk_ids`` the chunks concerned."""
+
+    kind: Literal["over", "under"]
+    chunk_ids: tuple[str, ...]
+    note: str
+
+
+_RE_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+def _tokens(text: str) -> int:
+    """Latin words plus CJK characters (a cheap, language-neutral length)."""
+    cjk = len(_RE_CJK.findall(text))
+    return cjk + len(_RE_CJK.sub(" ", text).split())
+
+
+def _by_doc(chunks: Sequence[Chunk]) -> dict[str, list[Chunk]]:
+    groups: dict[str, list[Chunk]] = {}
+    for c in chunks:
+        groups.setdefault(c.doc_id, []).append(c)
+    for g in groups.values():
+        g.sort(key=lambda c: (c.start, c.index))
+    return groups
+
+
+def _reference_span(text: str, ref: str) -> tuple[int, int] | None:
+    at = text.find(ref)
+    if at >= 0:
+        return at, at + len(ref)
+    return locate_reference(text, ref, fuzzy=len(text) <= _FUZZY_DOC_CHARS)
+
+
+def chunk_shape_findings(
+    trace: Trace, gt_ids: Sequence[str], config: DiagnosisConfig
+) -> list[ChunkShapeFinding]:
+    """Over- (a) and underchunking (b) findings for the GT chunks of ``trace`` (the
+    extension of B.2.4 described in the module docstring); empty when the extension
+    is off, without GT chunks, or when nothing fires. Pure; linear in the length of
+    the GT documents."""
+    if not config.chunking_extension or not gt_ids or not trace.gt_doc_chunks:
+        return []
+    gt = set(gt_ids)
+    retrieved = {h.chunk_id for h in trace.retrieved}
+    groups = _by_doc(trace.gt_doc_chunks)
+    out: list[ChunkShapeFinding] = []
+
+    # (a) a reference cut into small pieces, not all of which were retrieved
+    refs = [r.strip() for r in trace.example.references if r.strip()]
+    gt_docs = [d for d, cs in groups.items() if any(c.chunk_id in gt for c in cs)]
+    texts = gt_doc_texts(trace) if refs and gt_docs else {}
+    for ref in refs:
+        for doc_id in gt_docs:
+            text, offset = texts.get(doc_id, ("", 0))
+            span = _reference_span(text, ref) if text else None
+            if span is None:
+                continue
+            s, e = span[0] + offset, span[1] + offset
+            chunks = groups[doc_id]
+            if any(c.start <= s and c.end >= e for c in chunks):
+                break  # one chunk holds the whole reference
+            touched = [c for c in chunks if min(c.end, e) - max(c.start, s) > 0]
+            if len(touched) < 2:
+                break
+            interior = any(s <= c.start and c.end <= e for c in touched)
+            med = median(len(c.text) for c in chunks)
+            missed = [c.chunk_id for c in touched if c.chunk_id not in retrieved]
+            if (interior or med < e - s) and missed:
+                out.append(
+                    ChunkShapeFinding(
+                        "over",
+                        tuple(c.chunk_id for c in touched),
+                        f"a reference of {e - s} characters is cut into {len(touched)} "
+                        f"chunks of ~{med:.0f} characters ({', '.join(c.chunk_id for c in touched[:4])}); "
+                        f"{len(missed)} of them were not retrieved",
+                    )
+                )
+            break
+        if out:
+            break
+
+    # (b) an oversized GT chunk that was not retrieved
+    pooled: float | None = None
+    for doc_id in gt_docs:
+        chunks = groups[doc_id]
+        if len(chunks) >= _MIN_DOC_CHUNKS:
+            med, where = median(len(c.text) for c in chunks), doc_id
+        else:
+            # too few chunks for a median of its own (the whole document re-chunked
+            # coarsely): compare with every other chunk the trace knows (retrieved ones)
+            if pooled is None:
+                others = [len(c.text) for c in trace.chunks if c.doc_id != doc_id]
+                pooled = median(others) if len(others) >= _MIN_DOC_CHUNKS else 0.0
+            med, where = pooled, "the other retrieved chunks"
+        for c in chunks:
+            if c.chunk_id not in gt or c.chunk_id in retrieved:
+                continue
+            if (
+                med > 0
+                and len(c.text) >= config.oversized_chunk_ratio * med
+                and _tokens(c.text) >= _MIN_OVERSIZED_TOKENS
+            ):
+                out.append(
+                    ChunkShapeFinding(
+                        "under",
+                        (c.chunk_id,),
+                        f"ground-truth chunk {c.chunk_id} ({len(c.text)} characters) is "
+                        f"{len(c.text) / med:.1f}x the median chunk of {where} "
+                        f"(~{med:.0f} characters) and was not retrieved",
+                    )
+                )
+                return out
+    return out
+
+
+def stage_from_chunk_shape(trace: Trace, flow: GTFlow, config: DiagnosisConfig) -> StageCall | None:
+    """The extension step between reranking and the coverage test: chunking when
+    :func:`chunk_shape_findings` finds over- or underchunking, else ``None``."""
+    found = chunk_shape_findings(trace, flow.gt_ids, config)
+    if not found:
+        return None
+    return StageCall(
+        Stage.CHUNKING,
+        "GT chunks were not retrieved and their shape is at fault "
+        f"(extension of B.2.4): {found[0].note}",
+    )
+
+
 def classify_stage(
     trace: Trace,
     gt_ids: Sequence[str],
@@ -156,5 +320,6 @@ def classify_stage(
     config: DiagnosisConfig,
 ) -> StageCall:
     """The whole backward cascade for a known concept coverage."""
-    early = stage_from_flow(gt_flow(trace, gt_ids), config)
+    flow = gt_flow(trace, gt_ids)
+    early = stage_from_flow(flow, config) or stage_from_chunk_shape(trace, flow, config)
     return early if early is not None else stage_from_coverage(coverage, n_concepts, config)

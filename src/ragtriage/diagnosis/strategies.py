@@ -30,7 +30,13 @@ from ragtriage.diagnosis.concepts import (
     rules_concept_coverage,
 )
 from ragtriage.diagnosis.gt_chunks import GTChunks, determine_gt_chunks
-from ragtriage.diagnosis.stage import GTFlow, gt_flow, stage_from_coverage, stage_from_flow
+from ragtriage.diagnosis.stage import (
+    GTFlow,
+    gt_flow,
+    stage_from_chunk_shape,
+    stage_from_coverage,
+    stage_from_flow,
+)
 from ragtriage.diagnosis.types_llm import (
     llm_type_votes,
     parse_stage_check,
@@ -116,6 +122,7 @@ def _context(
     label: AnswerLabel,
     gt: GTChunks | None,
     cov: ConceptCoverage | None,
+    env_config: DiagnosisConfig | None = None,
 ) -> CaseContext:
     return CaseContext(
         trace=trace,
@@ -125,6 +132,7 @@ def _context(
         gt_chunk_ids=gt.ids if gt is not None else (),
         concepts=cov.concepts if cov is not None else (),
         concept_hits=dict(cov.hits) if cov is not None else {},
+        config=env_config,
     )
 
 
@@ -159,7 +167,8 @@ async def _ragec(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribut
     llm = env.judge == "llm"
     calls = _require_calls(env) if llm else None
     gt = await determine_gt_chunks(trace, cfg, calls, use_given=env.options.gt_from_data or not llm)
-    call = stage_from_flow(gt_flow(trace, gt.ids), cfg)
+    flow = gt_flow(trace, gt.ids)
+    call = stage_from_flow(flow, cfg)
     cov: ConceptCoverage | None = None
     if call is None:  # chunking vs retrieval: only now are the concepts needed
         if calls is not None:
@@ -168,11 +177,14 @@ async def _ragec(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribut
             )
         else:
             cov = rules_concept_coverage(trace, gt.ids)
-        call = stage_from_coverage(cov.coverage, cov.n_scored, cfg)
+        # extension of B.2.4 (see stage.py): the GT chunks' shape, before the coverage
+        call = stage_from_chunk_shape(trace, flow, cfg) or stage_from_coverage(
+            cov.coverage, cov.n_scored, cfg
+        )
     evidence = _gt_evidence(gt, cov)
     if call.stage is None:
         return Attribution(None, call.reason, (), tuple(evidence), gt, cov)
-    ctx = _context(trace, call.stage, label, gt, cov)
+    ctx = _context(trace, call.stage, label, gt, cov, cfg)
     if calls is not None:
         votes, more = await llm_type_votes(ctx, cfg.k, calls)
     else:
@@ -235,7 +247,7 @@ async def _single_step(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> At
         return _by_mode(tuple(votes), evidence, None, None)
     gt = await determine_gt_chunks(trace, cfg, None)
     cov = rules_concept_coverage(trace, gt.ids)
-    base = _context(trace, Stage.GENERATION, label, gt, cov)
+    base = _context(trace, Stage.GENERATION, label, gt, cov, cfg)
     scores, lines = _pooled_scores([replace(base, stage=s) for s in Stage])
     votes = apportion_votes(scores, cfg.k)
     return _by_mode(tuple(votes), [*_gt_evidence(gt, cov), *lines], gt, cov)
@@ -271,7 +283,7 @@ async def _stage_sequential(env: StrategyEnv, trace: Trace, label: AnswerLabel) 
         return await _stage_sequential_llm(env, trace, label)
     gt = await determine_gt_chunks(trace, cfg, None)
     cov = rules_concept_coverage(trace, gt.ids)
-    base = _context(trace, Stage.GENERATION, label, gt, cov)
+    base = _context(trace, Stage.GENERATION, label, gt, cov, cfg)
     evidence = _gt_evidence(gt, cov)
     flow = gt_flow(trace, gt.ids)
     for stage in _FORWARD:

@@ -32,6 +32,7 @@ from itertools import pairwise
 from statistics import median
 from types import MappingProxyType
 
+from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis._context import CaseContext, TypeEvidence
 from ragtriage.diagnosis.alignment import (
     FactSwap,
@@ -54,6 +55,7 @@ from ragtriage.diagnosis.facts import (
     normalize,
     quantities_match,
 )
+from ragtriage.diagnosis.stage import chunk_shape_findings
 from ragtriage.groundtruth import locate_reference, reconstruct_text
 from ragtriage.records import AnswerLabel, Chunk, ErrorType, Stage, Vote, types_of_stage
 from ragtriage.text import count_tokens, split_sentences
@@ -90,6 +92,8 @@ STAGE_PRIORS: Mapping[Stage, Mapping[ErrorType, float]] = MappingProxyType(
         ),
     }
 )
+
+_DEFAULTS = DiagnosisConfig()
 
 #: Share of the votes left to the stage's other types is ``RESIDUAL * (1 - top score)``.
 RESIDUAL = 0.5
@@ -288,6 +292,10 @@ def _chunking_tests(ctx: CaseContext, found: _Found) -> None:
     groups = _doc_groups(trace.gt_doc_chunks or gt)
     if not groups:
         return
+
+    # ---- the extension of the stage cascade (stage.py): the GT chunks' shape
+    for finding in chunk_shape_findings(trace, ctx.gt_chunk_ids, ctx.config or _DEFAULTS):
+        found.add(E.E1 if finding.kind == "over" else E.E2, 0.8, finding.note)
     gt_docs = {c.doc_id for c in gt} or set(groups)
     doc_texts_all = (
         gt_doc_texts(trace)
@@ -796,8 +804,20 @@ class _Gen:
         return key_terms(" ".join([self.gt, *self.ctx.trace.example.keypoints]))
 
     @cached_property
+    def context_chunks(self) -> list[str]:
+        """The context's chunk texts (each cached by the fact extractors on its own,
+        so chunks shared by many traces are analysed once)."""
+        return self.ctx.texts(list(self.ctx.trace.context))
+
+    @cached_property
     def c_terms(self) -> frozenset[str]:
-        return key_terms(self.context)
+        return frozenset().union(*(key_terms(t) for t in self.context_chunks))
+
+    @cached_property
+    def c_quant_pool(self) -> list[Quantity]:
+        """The context's quantities, chunk by chunk (for value tests; their offsets are
+        relative to their chunk, unlike :attr:`c_quants`)."""
+        return [q for t in self.context_chunks for q in extract_quantities(t)]
 
     @cached_property
     def swaps(self) -> tuple[FactSwap, ...]:
@@ -947,13 +967,34 @@ class _Gen:
         return self.ctx_sentences[i][1] if 0 <= i < len(self.ctx_sentences) else ""
 
     def in_context(self, name: str) -> bool:
-        return concept_in_text(name, self.context)
+        return _verbatim(name, self.context) or concept_in_text(name, self.context)
 
     def in_query(self, name: str) -> bool:
-        return concept_in_text(name, self.query)
+        return _verbatim(name, self.query) or concept_in_text(name, self.query)
 
     def in_gt(self, name: str) -> bool:
-        return concept_in_text(name, self.gt)
+        return _verbatim(name, self.gt) or concept_in_text(name, self.gt)
+
+    @cached_property
+    def unsupported_names(self) -> list[str]:
+        """Answer entities named neither in the context, the query nor the ground truth."""
+        return [
+            e
+            for e in self.a_ents
+            if len(normalize(e)) > 1
+            and not self.in_context(e)
+            and not self.in_query(e)
+            and not self.in_gt(e)
+        ]
+
+    @cached_property
+    def unsupported_numbers(self) -> list[Quantity]:
+        """Salient answer quantities that match no quantity of the context or the
+        ground truth (invented or altered numbers)."""
+        if not self.a_quants:
+            return []
+        pool = [*self.c_quant_pool, *self.g_quants]
+        return [q for q in self.a_quants if not any(quantities_match(q, c) for c in pool)]
 
     @cached_property
     def gt_is_value(self) -> bool:
@@ -984,6 +1025,20 @@ class _Gen:
             if not _date_agrees(a, self.g_dates)
             and any(_date_conflicts(a, x) for x in self.g_dates)
         ]
+
+
+def _verbatim(name: str, text: str) -> bool:
+    """``text`` holds ``name`` exactly, on word boundaries for Latin names: the cheap
+    first test before :func:`concept_in_text` normalises the whole text."""
+    at = text.find(name)
+    while at >= 0:
+        end = at + len(name)
+        if (at == 0 or not (text[at - 1].isalnum() and text[at - 1].isascii())) and (
+            end == len(text) or not (text[end].isalnum() and text[end].isascii())
+        ):
+            return True
+        at = text.find(name, at + 1)
+    return False
 
 
 def _date_covers(source: DateMention, claim: DateMention) -> bool:
@@ -1106,10 +1161,14 @@ def _gen_e12_parts(g: _Gen, found: _Found) -> None:
     (clauses) of a multi-part ground truth are covered and others are not; (e) the
     answer's content is in the ground truth (high precision) but covers little of it.
     Weakened when the answer contradicts the ground truth's facts (then the problem is
-    a wrong fact, not a missing one)."""
+    a wrong fact, not a missing one), and halved when it names people, organisations
+    or numbers that neither the context nor the ground truth supports: an incomplete
+    answer is *correct* as far as it goes, so invented facts point to E10/E13/E16."""
     if g.abstain_full or g.gt_unanswerable:
         return
     damp = 0.6 if g.contradictions else 1.0
+    if g.unsupported_names or g.unsupported_numbers:
+        damp *= 0.5
     keypoints = [k for k in g.ctx.trace.example.keypoints if k.strip()]
     if keypoints:
         covered = [k for k in keypoints if _covers(g.answer, g.a_terms, k)]
@@ -1177,11 +1236,7 @@ def _gen_e10_e11(g: _Gen, found: _Found) -> None:
     """
     if g.abstain_full or len(g.a_new) < 2:
         return
-    unsupported_ents = [
-        e
-        for e in g.a_ents
-        if len(normalize(e)) > 1 and not g.in_context(e) and not g.in_query(e) and not g.in_gt(e)
-    ]
+    unsupported_ents = g.unsupported_names
     if unsupported_ents:
         frac = len(unsupported_ents) / max(1, len(g.a_ents))
         found.add(
@@ -1199,7 +1254,9 @@ def _gen_e10_e11(g: _Gen, found: _Found) -> None:
     )
     general = _RE_GENERAL.search(g.answer)
     calc = _RE_CALCULATION.search(g.answer)
-    a_q_unsupported = [q for q in g.a_quants if not any(quantities_match(q, c) for c in g.c_quants)]
+    a_q_unsupported = [
+        q for q in g.a_quants if not any(quantities_match(q, c) for c in g.c_quant_pool)
+    ]
     if calc and a_q_unsupported:
         found.add(
             E.E11,

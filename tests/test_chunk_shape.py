@@ -1,0 +1,148 @@
+"""The chunking extension of the stage cascade (over-/underchunking by chunk shape)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ragtriage.config import DiagnosisConfig
+from ragtriage.diagnosis.stage import chunk_shape_findings, classify_stage
+from ragtriage.records import Chunk, Example, Hit, Stage, Trace
+
+CFG = DiagnosisConfig()
+
+
+def _chunks(doc_id: str, pieces: Sequence[str]) -> list[Chunk]:
+    out, pos = [], 0
+    for i, text in enumerate(pieces):
+        out.append(
+            Chunk(
+                chunk_id=f"{doc_id}#{i}",
+                doc_id=doc_id,
+                text=text,
+                start=pos,
+                end=pos + len(text),
+                index=i,
+            )
+        )
+        pos += len(text) + 1
+    return out
+
+
+def _trace(chunks: list[Chunk], retrieved: Sequence[str], reference: str) -> Trace:
+    other = Chunk(chunk_id="o#0", doc_id="o", text="Unrelated text.", start=0, end=15, index=0)
+    ids = [*retrieved, "o#0"]
+    hits = [
+        Hit(chunk_id=i, doc_id=i.split("#")[0], score=1.0, rank=r + 1) for r, i in enumerate(ids)
+    ]
+    return Trace(
+        trace_id="t",
+        example=Example(
+            example_id="e",
+            query="Why did the harbour authority close the northern pier?",
+            answer="Storm damage.",
+            doc_ids=["d"],
+            references=[reference],
+        ),
+        gt_doc_chunks=chunks,
+        chunks=[other],
+        retrieved=hits,
+        reranked=hits,
+        context=ids,
+        answer="It was closed for repainting.",
+    )
+
+
+REF = (
+    "The harbour authority closed the northern pier in March because the winter "
+    "storms had cracked two of its concrete supports."
+)
+
+
+def test_a_reference_cut_into_fragments_partly_unretrieved_is_overchunking() -> None:
+    pieces = [
+        "Port news.",
+        "The harbour authority closed",
+        "the northern pier in March",
+        "because the winter storms had",
+        "cracked two of its concrete supports.",
+        "Ferries now use the south quay.",
+    ]
+    chunks = _chunks("d", pieces)
+    trace = _trace(chunks, ["d#1", "d#2"], REF)
+    gt = ["d#1", "d#2", "d#3", "d#4"]
+    found = chunk_shape_findings(trace, gt, CFG)
+    assert [f.kind for f in found] == ["over"]
+    assert "2 of them were not retrieved" in found[0].note
+    # it decides the stage before the coverage test, even with full concept coverage
+    call = classify_stage(trace, gt, 1.0, 3, CFG)
+    assert call.stage is Stage.CHUNKING
+    assert "extension" in call.reason
+    # and the flag turns it off: back to the paper's coverage test
+    off = DiagnosisConfig(chunking_extension=False)
+    assert chunk_shape_findings(trace, gt, off) == []
+    assert classify_stage(trace, gt, 1.0, 3, off).stage is Stage.RETRIEVAL
+
+
+def test_an_ordinary_boundary_with_both_halves_retrieved_is_no_error() -> None:
+    filler = "Cargo volumes grew again this quarter and new cranes arrived. " * 8
+    pieces = [
+        filler + "The harbour authority closed the northern pier in March because",
+        " the winter storms had cracked two of its concrete supports. " + filler,
+    ]
+    chunks = _chunks("d", pieces)
+    trace = _trace(chunks, ["d#0", "d#1"], REF)
+    assert chunk_shape_findings(trace, ["d#0", "d#1"], CFG) == []
+
+
+def test_an_ordinary_boundary_through_a_short_reference_is_not_overchunking() -> None:
+    # one half not retrieved, but the chunks are much longer than the reference
+    filler = "Cargo volumes grew again this quarter and new cranes arrived. " * 8
+    pieces = [
+        filler + "The harbour authority closed the northern pier in March because",
+        " the winter storms had cracked two of its concrete supports. " + filler,
+        filler,
+    ]
+    chunks = _chunks("d", pieces)
+    trace = _trace(chunks, ["d#0"], REF)
+    assert chunk_shape_findings(trace, ["d#0", "d#1"], CFG) == []
+
+
+def _doc(sizes: Sequence[int]) -> list[str]:
+    return [" ".join(["pier"] * n) + "." for n in sizes]
+
+
+def test_an_unretrieved_oversized_chunk_is_underchunking() -> None:
+    pieces = _doc([40, 40, 40, 40])
+    pieces.insert(2, " ".join(["quay"] * 200) + " " + REF)
+    chunks = _chunks("d", pieces)
+    trace = _trace(chunks, ["d#0"], "not located anywhere")
+    found = chunk_shape_findings(trace, ["d#2"], CFG)
+    assert [f.kind for f in found] == ["under"]
+    assert found[0].chunk_ids == ("d#2",)
+    # retrieved after all: the size did not stop the retriever, no finding
+    trace = _trace(chunks, ["d#2"], "not located anywhere")
+    assert chunk_shape_findings(trace, ["d#2"], CFG) == []
+
+
+def test_uniform_chunk_sizes_never_fire_underchunking() -> None:
+    chunks = _chunks("d", _doc([150, 150, 150, 150, 150]))
+    trace = _trace(chunks, ["d#0"], "not located anywhere")
+    assert chunk_shape_findings(trace, ["d#2", "d#3"], CFG) == []
+
+
+def test_a_chinese_reference_split_into_tiny_chunks() -> None:
+    pieces = [
+        "公告。",
+        "临江港务局于三月",
+        "关闭北码头，原因是",
+        "冬季风暴损坏了两根",
+        "混凝土支柱。",
+        "渡轮改靠南码头。",
+    ]
+    chunks = _chunks("d", pieces)
+    ref = "临江港务局于三月关闭北码头，原因是冬季风暴损坏了两根混凝土支柱。"
+    text = "\n".join(pieces)
+    assert ref not in text  # the pieces are joined by line breaks: located loosely
+    trace = _trace(chunks, ["d#1"], ref)
+    found = chunk_shape_findings(trace, ["d#1", "d#2", "d#3", "d#4"], CFG)
+    assert [f.kind for f in found] == ["over"]
