@@ -20,9 +20,13 @@ $(STAMP_DEV): pyproject.toml | $(BIN)/python
 
 venv: $(STAMP_DEV)
 
+# Portable CPU flags: a native build may emit AMX instructions that a VM's CPU advertises
+# but traps on ("Illegal instruction"); --no-cache-dir keeps pip from reusing such a wheel.
+LLAMA_CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+
 # embedded default models: the generator compiles llama.cpp once (~7 min on 2 cores)
 $(STAMP_LOCAL): pyproject.toml | $(BIN)/python
-	CMAKE_ARGS="-DLLAVA_BUILD=OFF" $(BIN)/python -m pip install -q -e '.[local]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install -q --no-cache-dir -e '.[local]'
 	touch $(STAMP_LOCAL)
 
 demo: $(STAMP_LOCAL)

@@ -1,0 +1,144 @@
+"""``ragtriage run`` — run the traced pipeline over a dataset into a run directory."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from importlib import resources
+from pathlib import Path
+
+import typer
+
+from ragtriage.config import PipelineConfig, load_config
+from ragtriage.data import Dataset, load_dataset, load_demo
+from ragtriage.errors import InputError
+from ragtriage.pipeline import Pipeline, RunSummary, run_dataset
+
+__all__ = ["demo_config_path", "register"]
+
+
+def demo_config_path() -> Path:
+    """The bundled demo pipeline config (``ragtriage/data/demo/pipeline.yaml``)."""
+    res = resources.files("ragtriage.data").joinpath("demo").joinpath("pipeline.yaml")
+    with resources.as_file(res) as path:
+        return Path(path)
+
+
+def _load(data: str | None, demo: bool, fmt: str, language: str | None) -> tuple[Dataset, bool]:
+    is_demo = demo or data == "demo"
+    if is_demo:
+        if data not in (None, "demo"):
+            raise InputError("give either --demo or --data, not both", field="--data")
+        return load_demo(), True
+    if not data:
+        raise InputError("no dataset: pass --data DIR_OR_FILE (or --demo)", field="--data")
+    return load_dataset(data, fmt, language=language), False
+
+
+async def _run(
+    cfg: PipelineConfig,
+    dataset: Dataset,
+    out: Path,
+    *,
+    limit: int | None,
+    concurrency: int,
+    name: str | None,
+    overwrite: bool,
+    retry_failed: bool,
+    progress: bool,
+) -> RunSummary:
+    pipeline = Pipeline.from_config(cfg, dataset)
+    # SIGTERM (like Ctrl-C) cancels the run: finished traces stay, the manifest says
+    # "interrupted", and the same command resumes
+    task = asyncio.current_task()
+    if task is not None:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    try:
+        examples = list(dataset.examples)[:limit] if limit else list(dataset.examples)
+        return await run_dataset(
+            pipeline,
+            examples,
+            out,
+            name=name,
+            concurrency=concurrency,
+            progress=progress,
+            retry_failed=retry_failed,
+            overwrite=overwrite,
+        )
+    finally:
+        await pipeline.aclose()
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("run")
+    def run(
+        out: Path = typer.Option(..., "--out", "-o", help="Run directory, e.g. runs/NAME."),
+        data: str | None = typer.Option(
+            None, "--data", "-d", help="Dataset directory or file ('demo' = bundled corpus)."
+        ),
+        config: Path | None = typer.Option(
+            None, "--config", "-c", help="Pipeline YAML/TOML (default: built-in defaults)."
+        ),
+        demo: bool = typer.Option(False, "--demo", help="Use the bundled demo corpus."),
+        limit: int | None = typer.Option(None, "--limit", min=1, help="First N examples."),
+        fmt: str = typer.Option(
+            "auto", "--format", help="auto | generic | folder | dragonball | clapnq"
+        ),
+        language: str | None = typer.Option(
+            None, "--language", help="Keep only examples in this language (e.g. en, zh)."
+        ),
+        concurrency: int = typer.Option(4, "--concurrency", min=1, help="Examples in flight."),
+        name: str | None = typer.Option(None, "--name", help="Run name (default: --out name)."),
+        overwrite: bool = typer.Option(
+            False, "--overwrite", help="Start afresh, deleting traces already in --out."
+        ),
+        retry_failed: bool = typer.Option(
+            False, "--retry-failed", help="Rerun examples recorded with an error."
+        ),
+        progress: bool = typer.Option(True, "--progress/--no-progress"),
+    ) -> None:
+        """Run the traced pipeline (chunk, retrieve, rerank, generate) over a dataset.
+
+        Writes traces.jsonl and manifest.json to --out; rerunning the same command resumes
+        an interrupted run.
+        """
+        dataset, is_demo = _load(data, demo, fmt, language)
+        cfg_path = config if config is not None else (demo_config_path() if is_demo else None)
+        cfg = load_config(cfg_path)
+        try:
+            summary = asyncio.run(
+                _run(
+                    cfg,
+                    dataset,
+                    out,
+                    limit=limit,
+                    concurrency=concurrency,
+                    name=name,
+                    overwrite=overwrite,
+                    retry_failed=retry_failed,
+                    progress=progress,
+                )
+            )
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            typer.echo(f"interrupted; run the same command again to resume into {out}", err=True)
+            raise typer.Exit(130) from None
+        rate = summary.examples_per_s
+        typer.echo(
+            f"run {summary.run_id}: {summary.done} done, {summary.failed} failed "
+            f"({summary.ran} run now, {summary.skipped} already done) in "
+            f"{summary.elapsed_s:.1f}s" + (f" — {rate:.2f} examples/s" if rate else "")
+        )
+        typer.echo(f"traces:   {summary.traces_path}")
+        typer.echo(f"manifest: {summary.manifest_path}")
+        first = summary.manifest.get("failures", {}).get("first") or []
+        if first:
+            err = first[0]
+            typer.echo(
+                f"first failure: {err.get('trace_id')} at {err.get('stage')}: "
+                f"{err.get('type')}: {err.get('message')}",
+                err=True,
+            )
+        if summary.failed and not summary.done:
+            raise typer.Exit(1)  # nothing worked: say so to scripts and CI
