@@ -17,7 +17,17 @@ from ragtriage.errors import InputError, RagtriageError
 __all__ = ["COMMAND_MODULES", "app", "main"]
 
 #: Modules that register commands on :data:`app` (each has ``register(app)``).
-COMMAND_MODULES: tuple[str, ...] = ("validate", "schema")
+COMMAND_MODULES: tuple[str, ...] = (
+    "validate",
+    "schema",
+    "report",
+    "agree",
+    "runs",
+    "run",
+    "eval_retrieval",
+    "diagnose",
+    "calibrate",
+)
 
 app = typer.Typer(
     name="ragtriage",
