@@ -309,3 +309,25 @@ async def test_rules_alternatives_zh_reranker_drop_is_not_blamed_on_retrieval() 
     for strategy in ("single-step", "stage-sequential"):
         d = await Diagnoser("rules", strategy).diagnose(trace)  # type: ignore[arg-type]
         assert d.stage is Stage.RERANKING, (strategy, d.stage_reason)
+
+
+async def test_rules_judge_in_worker_processes_gives_identical_results() -> None:
+    """`workers > 1` only changes where the CPU work runs, never the diagnoses."""
+    answers = ("Acme Corp was founded in 2005.", "Acme Corp was founded in 1999.", "I don't know.")
+    traces = [
+        make_trace(
+            example_id=f"q{i}",
+            answer=answers[i % 3],
+            retrieved=None if i % 2 else ["gd_1", "gd_2", "od_0"],
+        )
+        for i in range(80)
+    ]
+    diagnoser = Diagnoser("rules")
+    seen: list[str] = []
+    parallel = await diagnoser.diagnose_many(
+        traces, workers=2, on_result=lambda d: seen.append(d.example_id)
+    )
+    serial = await diagnoser.diagnose_many(traces)
+    assert [d.to_json() for d in parallel] == [d.to_json() for d in serial]
+    assert sorted(seen) == sorted(t.example.example_id for t in traces)
+    assert any(d.needs_diagnosis for d in serial) and any(not d.needs_diagnosis for d in serial)

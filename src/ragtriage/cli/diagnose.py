@@ -170,6 +170,7 @@ async def _diagnose(
     concurrency: int,
     progress: bool,
     sync_every: int,
+    workers: int = 1,
 ) -> list[Diagnosis]:
     err = Console(stderr=True)
     columns = (
@@ -185,14 +186,16 @@ async def _diagnose(
             def tick(_d: Diagnosis) -> None:
                 bar.advance(task)
 
-            return await diagnoser.diagnose_many(todo, concurrency, on_result=tick)
+            return await diagnoser.diagnose_many(todo, concurrency, on_result=tick, workers=workers)
         with _Appender(out_path, sync_every) as appender:
 
             def write(d: Diagnosis) -> None:
                 appender.add(d)
                 bar.advance(task)
 
-            return await diagnoser.diagnose_many(todo, concurrency, on_result=write)
+            return await diagnoser.diagnose_many(
+                todo, concurrency, on_result=write, workers=workers
+            )
 
 
 def register(app: typer.Typer) -> None:
@@ -219,6 +222,12 @@ def register(app: typer.Typer) -> None:
             False, "--dry-run", help="Estimate LLM calls and tokens; call and write nothing."
         ),
         concurrency: int = typer.Option(8, "--concurrency", min=1, help="Traces in flight."),
+        workers: int = typer.Option(
+            0,
+            "--workers",
+            min=0,
+            help="Processes for the CPU-bound rules judge (0 = one per CPU core, at most 8).",
+        ),
         config: Path | None = typer.Option(
             None, "--config", help="Pipeline YAML/TOML (llm and diagnosis sections)."
         ),
@@ -289,6 +298,7 @@ def register(app: typer.Typer) -> None:
                     concurrency=concurrency,
                     progress=show,
                     sync_every=1 if judge == "llm" else _RULES_SYNC_EVERY,
+                    workers=workers or min(8, os.cpu_count() or 1),
                 )
             )
             diagnoses = list(read_records(out_path, Diagnosis)) if out_path.exists() else []

@@ -16,8 +16,10 @@ advice for the modal types. Every step that cannot decide leaves the diagnosis
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 from collections.abc import Callable, Sequence
-from typing import Literal
+from concurrent.futures import ProcessPoolExecutor
+from typing import Literal, cast
 
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis._calls import LLMCalls, RequestOptions
@@ -134,13 +136,20 @@ class Diagnoser:
         traces: Sequence[Trace],
         concurrency: int = 8,
         on_result: Callable[[Diagnosis], None] | None = None,
+        *,
+        workers: int = 1,
     ) -> list[Diagnosis]:
         """Diagnose many traces, at most ``concurrency`` at a time; results in input
         order. ``on_result`` is called as each diagnosis completes (for progress bars
-        and resumable appends)."""
+        and resumable appends). The rules judge is CPU-bound: ``workers > 1`` spreads
+        it over that many processes (the LLM judge ignores it: it waits on I/O)."""
         if concurrency < 1:
             raise InputError("concurrency must be >= 1", field="concurrency")
+        if workers < 1:
+            raise InputError("workers must be >= 1", field="workers")
         results: list[Diagnosis | None] = [None] * len(traces)
+        if self._judge == "rules" and workers > 1 and len(traces) >= 2 * _MIN_BATCH:
+            return await self._diagnose_in_processes(traces, workers, on_result)
         if self._judge == "rules":
             # nothing to wait for: avoid the task overhead
             for i, trace in enumerate(traces):
@@ -159,6 +168,47 @@ class Diagnoser:
 
         await asyncio.gather(*(one(i, t) for i, t in enumerate(traces)))
         return [d for d in results if d is not None]
+
+    async def _diagnose_in_processes(
+        self,
+        traces: Sequence[Trace],
+        workers: int,
+        on_result: Callable[[Diagnosis], None] | None,
+    ) -> list[Diagnosis]:
+        """Split the traces into batches for a process pool. With ``fork`` the workers
+        inherit the traces and the diagnoser, so only index ranges go out and compact
+        JSON comes back (pickling whole traces would cost more than diagnosing them)."""
+        global _FORKED
+        size = max(_MIN_BATCH, min(_MAX_BATCH, len(traces) // (workers * 4) or 1))
+        ranges = [(i, min(i + size, len(traces))) for i in range(0, len(traces), size)]
+        use_fork = "fork" in multiprocessing.get_all_start_methods()
+        ctx = multiprocessing.get_context("fork" if use_fork else "spawn")
+        loop = asyncio.get_running_loop()
+        job = (self._strategy, self._config.model_dump(mode="json"))
+        out: list[list[Diagnosis]] = [[] for _ in ranges]
+        _FORKED = (self, traces) if use_fork else None
+        try:
+            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+                futures = {
+                    (
+                        loop.run_in_executor(pool, _diagnose_range, lo, hi)
+                        if use_fork
+                        else loop.run_in_executor(pool, _diagnose_batch, job, list(traces[lo:hi]))
+                    ): i
+                    for i, (lo, hi) in enumerate(ranges)
+                }
+                pending = set(futures)
+                while pending:
+                    done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                    for fut in done:
+                        batch = [Diagnosis.model_validate_json(j) for j in fut.result()]
+                        out[futures[fut]] = batch
+                        if on_result is not None:
+                            for d in batch:
+                                on_result(d)
+        finally:
+            _FORKED = None
+        return [d for batch in out for d in batch]
 
     def _record(
         self,
@@ -223,3 +273,24 @@ class Diagnoser:
             usage=usage,
             label=ex.label,
         )
+
+
+_MIN_BATCH = 32
+_MAX_BATCH = 512
+#: (diagnoser, traces) inherited by forked workers; set only while a pool runs
+_FORKED: tuple[Diagnoser, Sequence[Trace]] | None = None
+
+
+def _diagnose_range(lo: int, hi: int) -> list[str]:
+    """Forked-worker entry: diagnose ``traces[lo:hi]`` inherited from the parent."""
+    if _FORKED is None:  # pragma: no cover - only reachable through a broken pool
+        raise RuntimeError("worker started without inherited traces")
+    diagnoser, traces = _FORKED
+    return [d.to_json() for d in asyncio.run(diagnoser.diagnose_many(traces[lo:hi]))]
+
+
+def _diagnose_batch(job: tuple[str, dict[str, object]], traces: list[Trace]) -> list[str]:
+    """Spawned-worker entry: diagnose one pickled batch with the rules judge."""
+    strategy, config = job
+    diagnoser = Diagnoser("rules", cast(Strategy, strategy), DiagnosisConfig.model_validate(config))
+    return [d.to_json() for d in asyncio.run(diagnoser.diagnose_many(traces))]
