@@ -41,6 +41,7 @@ from ragtriage.llm import (  # noqa: E402
     LLMRunner,
     OpenAICompatible,
     ResponseCache,
+    run_sync,
 )
 
 
@@ -105,7 +106,7 @@ def _run(base_url: str, count_requests: Callable[[], int], args: argparse.Namesp
             if args.baseline:
                 before = count_requests()
                 cpu = time.process_time()
-                wall = asyncio.run(_baseline_batch(base_url, requests, args.concurrency))
+                wall = run_sync(_baseline_batch(base_url, requests, args.concurrency))
                 cpu = time.process_time() - cpu
                 baseline_ratios.append(ideal / wall)
                 print(
@@ -116,7 +117,7 @@ def _run(base_url: str, count_requests: Callable[[], int], args: argparse.Namesp
             cache_path = Path(tmp) / f"cache{rep}.sqlite"
             before = count_requests()
             cpu = time.process_time()
-            wall, _, failures = asyncio.run(
+            wall, _, failures = run_sync(
                 _runner_batch(base_url, cache_path, requests, args.concurrency)
             )
             cpu = time.process_time() - cpu
@@ -137,7 +138,7 @@ def _run(base_url: str, count_requests: Callable[[], int], args: argparse.Namesp
                 )
             )
         before = count_requests()
-        wall2, done2, failures2 = asyncio.run(
+        wall2, done2, failures2 = run_sync(
             _runner_batch(base_url, cache_path, requests, args.concurrency)
         )
         new_calls = count_requests() - before
