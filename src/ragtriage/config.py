@@ -42,6 +42,7 @@ __all__ = [
     "config_hash",
     "load_config",
     "load_mapping",
+    "strip_secrets",
 ]
 
 
@@ -232,18 +233,19 @@ def load_config(
 def config_hash(cfg: BaseModel) -> str:
     """sha256 (first 16 hex) of the canonical JSON of a config, secrets excluded."""
     data = cfg.model_dump(mode="json")
-    _strip_secrets(data)
+    strip_secrets(data)
     blob = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
-def _strip_secrets(obj: Any) -> None:
+def strip_secrets(obj: Any) -> None:
+    """Remove every ``api_key`` from a dumped config, in place (for hashes and manifests)."""
     if isinstance(obj, dict):
         for key in list(obj):
             if key == "api_key":
                 obj.pop(key)
             else:
-                _strip_secrets(obj[key])
+                strip_secrets(obj[key])
     elif isinstance(obj, list):
         for item in obj:
-            _strip_secrets(item)
+            strip_secrets(item)

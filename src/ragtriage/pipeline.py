@@ -43,7 +43,7 @@ from rich.progress import (
 
 from ragtriage import __version__
 from ragtriage.chunking import make_chunker
-from ragtriage.config import PipelineConfig, config_hash
+from ragtriage.config import PipelineConfig, config_hash, strip_secrets
 from ragtriage.data import Dataset
 from ragtriage.embedding import Embedder, make_embedder
 from ragtriage.errors import InputError, StoreError
@@ -157,6 +157,23 @@ class BuildInfo:
     chunking_ms: float
     indexing_ms: float
 
+    @classmethod
+    def measure(
+        cls, dataset: Dataset, chunks: Sequence[Chunk], t0: float, t1: float, t2: float
+    ) -> BuildInfo:
+        """Build facts from the dataset, the chunks and three ``perf_counter`` marks
+        (start, chunked, indexed)."""
+        return cls(
+            dataset_name=dataset.name,
+            dataset_format=dataset.format,
+            documents=len(dataset.documents),
+            examples=len(dataset.examples),
+            chunks=len(chunks),
+            prechunked=dataset.prechunked is not None,
+            chunking_ms=(t1 - t0) * 1000.0,
+            indexing_ms=(t2 - t1) * 1000.0,
+        )
+
 
 def _needs_llm(cfg: PipelineConfig) -> bool:
     return (
@@ -259,16 +276,7 @@ class Pipeline:
             if runner is not None:
                 runner.close()
             raise
-        build = BuildInfo(
-            dataset_name=dataset.name,
-            dataset_format=dataset.format,
-            documents=len(dataset.documents),
-            examples=len(dataset.examples),
-            chunks=len(chunks),
-            prechunked=dataset.prechunked is not None,
-            chunking_ms=(t1 - t0) * 1000.0,
-            indexing_ms=(t2 - t1) * 1000.0,
-        )
+        build = BuildInfo.measure(dataset, chunks, t0, t1, t2)
         return cls(
             config=cfg,
             chunks=chunks,
@@ -785,7 +793,7 @@ def build_manifest(
     }
     build = pipeline.build_info
     cfg_dump = pipeline.config.model_dump(mode="json")
-    _strip_secrets(cfg_dump)
+    strip_secrets(cfg_dump)
     manifest: dict[str, Any] = {
         "schema": 1,
         "kind": "run",
@@ -828,15 +836,3 @@ def build_manifest(
     if pipeline.runner is not None:
         manifest["llm_ledger"] = pipeline.runner.ledger.summary().model_dump(mode="json")
     return manifest
-
-
-def _strip_secrets(obj: Any) -> None:
-    if isinstance(obj, dict):
-        for key in list(obj):
-            if key == "api_key":
-                obj.pop(key)
-            else:
-                _strip_secrets(obj[key])
-    elif isinstance(obj, list):
-        for item in obj:
-            _strip_secrets(item)

@@ -146,16 +146,7 @@ class PipelineParts:
             inner = llm_client if llm_client is not None else client_from_config(cfg.llm)
             runner = LLMRunner.from_config(cfg.llm, client=inner, cache_path=llm_cache_path)
         llm_model = cfg.llm.with_env().model or ""
-        build = BuildInfo(
-            dataset_name=dataset.name,
-            dataset_format=dataset.format,
-            documents=len(dataset.documents),
-            examples=len(dataset.examples),
-            chunks=len(chunks),
-            prechunked=dataset.prechunked is not None,
-            chunking_ms=(t1 - t0) * 1000.0,
-            indexing_ms=(t2 - t1) * 1000.0,
-        )
+        build = BuildInfo.measure(dataset, chunks, t0, t1, t2)
         return cls(
             config=cfg,
             dataset=dataset,

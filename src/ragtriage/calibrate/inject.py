@@ -51,7 +51,7 @@ from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis.answer_eval import evaluate_rules, needs_diagnosis
 from ragtriage.generation import ABSTAIN_ANSWERS
 from ragtriage.llm import LLMFailure, LLMRunner
-from ragtriage.records import AnswerLabel, ErrorType, Example, Stage, Trace
+from ragtriage.records import AnswerLabel, ErrorType, Example, Stage, Trace, types_of_stage
 from ragtriage.text import detect_language
 
 __all__ = [
@@ -143,16 +143,7 @@ LLM_INJECTORS: tuple[Injector, ...] = tuple(
         "unanswerable" if t is ErrorType.E9 else "answerable",
         f"the generator LLM is asked to make a {t.title} mistake",
     )
-    for t in (
-        ErrorType.E9,
-        ErrorType.E10,
-        ErrorType.E11,
-        ErrorType.E12,
-        ErrorType.E13,
-        ErrorType.E14,
-        ErrorType.E15,
-        ErrorType.E16,
-    )
+    for t in types_of_stage(Stage.GENERATION)
 )
 
 
