@@ -514,6 +514,24 @@ def _query_profile(query: str) -> tuple[frozenset[str], list[str]]:
     return terms, names
 
 
+#: A missed GT chunk with less query coverage than this gives the retriever no lexical
+#: handle either: the query's wording does not match the corpus (E5's vocabulary
+#: mismatch), so low coverage of the retrieved chunks says nothing about a miss.
+_GT_MATCH_FLOOR = 0.2
+#: Coverage margin over the best retrieved chunk at which a missed GT chunk counts as
+#: fully passed over (the margin scales the E4/E5 shift linearly below it).
+_GT_MATCH_MARGIN = 0.2
+
+
+def _passed_over(gt_cov: float, best_cov: float) -> float:
+    """How clearly (0..1) the missed GT chunk, with query coverage ``gt_cov``, matches the
+    query better than the best retrieved chunk (``best_cov``): 0 below the floor or
+    without a margin, 1 at a margin of :data:`_GT_MATCH_MARGIN` or more."""
+    if gt_cov < _GT_MATCH_FLOOR:
+        return 0.0
+    return max(0.0, min(1.0, (gt_cov - best_cov) / _GT_MATCH_MARGIN))
+
+
 def _retrieval_tests(ctx: CaseContext, found: _Found) -> None:
     """Retrieval types (seed 000 §4.2; Listing 8), over the top 10 retrieved chunks.
 
@@ -531,6 +549,15 @@ def _retrieval_tests(ctx: CaseContext, found: _Found) -> None:
       document(s) but are about other facts (rank-based, so short documents can fill
       it); or the retrieved chunks are loosely related (mean query coverage < 12% and
       best < 30%), or mostly from the right document(s) with coverage < 30%.
+    * **E4 vs. a loosely related list** — low query coverage of what was retrieved is
+      only evidence of *low relevance* when the query's wording does not match the
+      answer's chunks either (the seed's vocabulary mismatch). When the missed
+      ground-truth chunk shares the query's terms well (coverage >= 20%) and clearly
+      better than any retrieved chunk, a lexically matching chunk existed and the
+      retriever passed it over: that is a missed retrieval (E4), and the "loosely
+      related" E5 test is weakened in proportion to the margin. Structural E5 evidence
+      (the list is led by, or mostly made of, the right document's other chunks) is
+      untouched: what came back is on topic but about other facts.
     * **E6 Semantic Drift** — none of the retrieved chunks comes from the ground-truth
       document(s) although most share some of the query's keywords; stronger when none
       of them names the query's entity (another company's report with the same section
@@ -596,6 +623,12 @@ def _retrieval_tests(ctx: CaseContext, found: _Found) -> None:
     loose = loose and (total_miss or not gt_ids)
     e5_fires = same_doc_lead or loose or weak_doc_lead
     e6_fires = no_gt_doc and (drift or not loose)
+    # how clearly the missed GT chunk out-matches the retrieved ones (0..1): only when
+    # the sole E5 evidence is lexical (no same-document head, no keyword drift)
+    gt_cov = max((_coverage(q_terms, key_terms(cmap[i].text)) for i in gt_ids), default=0.0)
+    passed_over = 0.0
+    if loose and total_miss and not (same_doc_lead or weak_doc_lead or e6_fires):
+        passed_over = _passed_over(gt_cov, best_cov)
 
     # ---- E4
     if gt_ids and 0 < miss < 1:
@@ -610,6 +643,14 @@ def _retrieval_tests(ctx: CaseContext, found: _Found) -> None:
         if same_doc_lead or e6_fires:
             # the miss is explained by what was retrieved instead (E5/E6 below)
             score = 0.45 if on_topic else 0.4
+        elif passed_over > 0:
+            # the answer's chunk matches the query far better than anything retrieved:
+            # the retriever passed over a findable chunk
+            score = 0.55 + 0.3 * passed_over
+            note += (
+                f"; the missed chunk shares {_pct(gt_cov)} of the query's terms, the best "
+                f"retrieved chunk {_pct(best_cov)}"
+            )
         elif e5_fires:
             # only lexical evidence of low relevance (term coverage): weaker than the
             # structural same-document lead, so the miss keeps a fair share
@@ -650,12 +691,13 @@ def _retrieval_tests(ctx: CaseContext, found: _Found) -> None:
             f"are about other facts (no ground-truth chunk was retrieved)",
         )
     elif loose:
-        found.add(
-            E.E5,
-            0.45 + 0.35 * (0.12 - mean_cov) / 0.12,
+        note = (
             f"the retrieved chunks are loosely related: they share {_pct(mean_cov)} of the "
-            f"query's terms on average (best {_pct(best_cov)})",
+            f"query's terms on average (best {_pct(best_cov)})"
         )
+        if passed_over > 0:
+            note += f", though the missed ground-truth chunk shares {_pct(gt_cov)}"
+        found.add(E.E5, (0.45 + 0.35 * (0.12 - mean_cov) / 0.12) * (1 - 0.6 * passed_over), note)
     elif weak_doc_lead and doc_share is not None:
         found.add(
             E.E5,
