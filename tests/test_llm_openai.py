@@ -238,3 +238,24 @@ async def test_server_embeddings_are_deterministic(llm_server: LocalLLMServer) -
     assert two.data[0].embedding == pytest.approx(hashed_embedding("red apple"), abs=1e-6)
     assert llm_server.embedding_requests == 2
     assert last_user({"messages": [{"role": "user", "content": "q"}]}) == "q"
+
+
+def test_aclose_from_a_later_event_loop_schedules_nothing(llm_server: LocalLLMServer) -> None:
+    """The CLI calls and closes the client in two ``run_sync`` loops; the pool of the
+    first (closed) loop must not be handed to the second one to close: that task fails
+    with 'Event loop is closed' and prints 'Task exception was never retrieved'."""
+    import asyncio
+    import gc
+
+    c = client(llm_server)
+    assert run_sync(c.complete(ChatRequest.of(None, "one"))).text.endswith("one")
+
+    async def close_and_list_tasks() -> list[asyncio.Task[object]]:
+        await c.aclose()
+        gc.collect()
+        me = asyncio.current_task()
+        return [t for t in asyncio.all_tasks() if t is not me]
+
+    assert run_sync(close_and_list_tasks()) == []
+    # a closed client opens a fresh pool on its next call
+    assert run_sync(c.complete(ChatRequest.of(None, "two"))).text.endswith("two")

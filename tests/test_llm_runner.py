@@ -281,6 +281,42 @@ async def test_runner_tops_up_clients_that_ignore_n(tmp_path: Path) -> None:
     assert [r.n for r in llm.requests] == [3, 1, 1, 1, 1]  # second request split at once
 
 
+async def test_client_known_to_ignore_n_gets_one_timed_cached_call_per_sample(
+    llm_server: LocalLLMServer, tmp_path: Path
+) -> None:
+    """An endpoint that ignores ``n`` behind a client that reports ``supports_n=False``
+    (OpenAICompatible): the runner asks sample by sample, so each sample has its own
+    timeout, is cached as soon as it is paid and counts as one call (as the dry-run
+    estimate says); a hanging sample no longer throws away the ones already paid."""
+    llm_server.behaviour.ignore_n = True
+    llm_server.behaviour.hang_when = lambda body: (
+        body.get("seed") == 2 and "HANG" in last_user(body)
+    )
+    with ResponseCache(tmp_path / "c.sqlite") as cache:
+        runner, _ = runner_for(
+            llm_server, cache=cache, timeout_s=0.5, max_retries=0, supports_n=False
+        )
+        client = OpenAICompatible(config(llm_server, supports_n=False))
+        estimate = LLMRunner(client, dry_run=True)
+        with pytest.raises(LLMDryRunError):
+            await estimate.complete(ask("HANG", n=3, seed=0), purpose="vote")
+        assert estimate.ledger.summary().total.estimated_calls == 3
+        with pytest.raises(LLMTimeoutError):
+            await runner.complete(ask("HANG", n=3, seed=0, temperature=1.0), purpose="vote")
+        assert len(cache) == 2  # samples 0 and 1 were paid: kept
+        assert runner.ledger.summary().total.calls == 2
+        llm_server.behaviour.hang_when = None
+        before = llm_server.chat_requests
+        out = await runner.complete(ask("HANG", n=3, seed=0, temperature=1.0), purpose="vote")
+    assert llm_server.chat_requests == before + 1  # only the missing sample
+    assert [t.split(":")[0] for t in out.texts] == [
+        "reply seed=0 choice=0",
+        "reply seed=1 choice=0",
+        "reply seed=2 choice=0",
+    ]
+    assert runner.ledger.summary().total.calls == 3
+
+
 async def test_concurrent_cache_writes_are_safe(tmp_path: Path) -> None:
     llm = ScriptedLLM(lambda r, i: f"answer to {r.messages[-1].content} #{i}", delay_s=0.001)
     with ResponseCache(tmp_path / "c.sqlite") as cache:

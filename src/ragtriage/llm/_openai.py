@@ -130,6 +130,10 @@ class OpenAICompatible:
                 api_key=self._config.api_key or _PLACEHOLDER_KEY,
                 max_retries=0,
                 timeout=self._config.timeout_s,
+                # our own pool, not the SDK's default one: that one closes itself from
+                # __del__ as a task on whatever loop is running, which fails ("Event loop
+                # is closed") when the pool belongs to an earlier, closed loop
+                http_client=openai.DefaultAsyncHttpxClient(timeout=self._config.timeout_s),
             )
             self._gate = asyncio.Semaphore(self._config.concurrency)
             self._loop = loop

@@ -352,14 +352,19 @@ class LLMRunner:
         if not new:
             return
         self._estimated.update(new)
-        ignores_n = self._client_ignores_n or getattr(self._client, "supports_n", None) is False
-        calls = len(new) if ignores_n and len(new) > 1 else 1
+        calls = len(new) if self._ignores_n() and len(new) > 1 else 1
         self._ledger.record_estimate(
             purpose,
             calls=calls,
             prompt_tokens=calls * estimate_prompt_tokens(request),
             completion_tokens=len(new) * request.max_tokens,
         )
+
+    def _ignores_n(self) -> bool:
+        """Whether ``n > 1`` is known to be ignored: seen here, or reported by a client
+        that fetches the missing samples itself (it would bundle K requests into one call
+        under one timeout, uncached and counted as one call until all K arrive)."""
+        return self._client_ignores_n or getattr(self._client, "supports_n", None) is False
 
     async def _fetch(
         self, request: ChatRequest, indices: list[int], keys: list[str], purpose: str
@@ -386,7 +391,7 @@ class LLMRunner:
             if self._cache is not None:
                 self._cache.put_many((keys[i], s) for i, s in new.items())
 
-        if len(pending) == 1 or not self._client_ignores_n:
+        if len(pending) == 1 or not self._ignores_n():
             if pending == list(range(request.n)):
                 sub = request
             else:
