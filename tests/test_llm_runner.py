@@ -427,3 +427,16 @@ def test_from_config_builds_client_and_cache(llm_server: LocalLLMServer, tmp_pat
     assert (tmp_path / "sub" / "c.sqlite").exists()
     assert not first.cached and second.cached and second.texts == first.texts
     assert llm_server.chat_requests == 1
+
+
+def test_sample_keys_are_the_requests_own_cache_keys_with_n_normalised() -> None:
+    """The runner's fast key path must agree with ChatRequest.cache_key, so caches written
+    by either stay valid."""
+    runner = LLMRunner(ScriptedLLM("x"))
+    request = ChatRequest.of(
+        "sys", "user é 中文", n=3, seed=4, json_schema={"b": 1, "a": [1, 2]}, stop=("\n",)
+    )
+    base = request.model_copy(update={"n": 1, "model": "scripted"})
+    keys = runner.sample_keys(request)
+    assert keys == [base.cache_key(i) for i in range(3)]
+    assert len(set(keys)) == 3

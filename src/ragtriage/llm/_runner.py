@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import hashlib
+import json
 import random
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
@@ -226,8 +228,13 @@ class LLMRunner:
         """The cache key of each sample: ``request.cache_key(i)`` with ``n`` normalised
         to 1 (so 5 cached votes serve the first 5 of a later 10-vote request) and the
         client's model filled in when the request leaves it empty."""
-        base = request.model_copy(update={"n": 1, "model": request.model or self._client_model})
-        return [base.cache_key(i) for i in range(request.n)]
+        # the same keys as ``request.model_copy(update=...).cache_key(i)``, without the
+        # copy and with one JSON encoding for all samples (this runs on every request)
+        data = request.model_dump(mode="json")
+        data["n"] = 1
+        data["model"] = request.model or self._client_model
+        blob = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return [hashlib.sha256(f"{blob}#sample={i}".encode()).hexdigest() for i in range(request.n)]
 
     async def aclose(self) -> None:
         """Close the client (if it can be closed) and a cache this runner opened."""
