@@ -731,8 +731,7 @@ def test_normalize_language() -> None:
 
 def test_load_demo() -> None:
     demo = resources.files("ragtriage.data").joinpath("demo")
-    if not demo.joinpath("documents.jsonl").is_file():
-        pytest.skip("bundled demo corpus (ragtriage/data/demo/documents.jsonl) not written yet")
+    assert demo.joinpath("documents.jsonl").is_file()
     ds = load_demo()
     assert (ds.name, ds.format) == ("demo", "generic")
     assert ds.documents

@@ -10,13 +10,11 @@ type, no case of it) is ``None``, never a silent 0 or NaN.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-import numpy as np
 from pydantic import JsonValue
 from sklearn.metrics import precision_recall_fscore_support
 
@@ -154,10 +152,6 @@ class ClassScore:
         }
 
 
-def _opt(x: float) -> float | None:
-    return None if math.isnan(float(x)) else float(x)
-
-
 def class_scores(
     true: Sequence[str], pred: Sequence[str], labels: Sequence[str]
 ) -> list[ClassScore]:
@@ -166,20 +160,23 @@ def class_scores(
     if not true:
         return [ClassScore(lab, None, None, None, 0, 0) for lab in labels]
     p, r, f, s = precision_recall_fscore_support(
-        list(true), list(pred), labels=list(labels), zero_division=np.nan, average=None
+        list(true), list(pred), labels=list(labels), zero_division=0.0, average=None
     )
     predicted = Counter(pred)
     out: list[ClassScore] = []
     for i, lab in enumerate(labels):
         support = int(s[i])
+        n_pred = int(predicted.get(lab, 0))
+        # precision is undefined when the label was never predicted, recall and F1 when
+        # it never occurs: those are None, never a made-up 0
         out.append(
             ClassScore(
                 label=lab,
-                precision=_opt(p[i]),
-                recall=_opt(r[i]) if support else None,
-                f1=_opt(f[i]) if support else None,
+                precision=float(p[i]) if n_pred else None,
+                recall=float(r[i]) if support else None,
+                f1=float(f[i]) if support and n_pred else (0.0 if support else None),
                 support=support,
-                predicted=int(predicted.get(lab, 0)),
+                predicted=n_pred,
             )
         )
     return out

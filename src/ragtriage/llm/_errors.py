@@ -80,10 +80,10 @@ def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -
     ms = lowered.get("retry-after-ms")
     if ms is not None:
         try:
-            value = float(ms) / 1000.0
+            value: float | None = float(ms) / 1000.0
         except ValueError:
-            value = math.nan
-        if math.isfinite(value):
+            value = None
+        if value is not None and math.isfinite(value):
             return max(0.0, value)
     raw = lowered.get("retry-after")
     if raw is None:
