@@ -16,7 +16,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from ragtriage.jsonl import atomic_write_text
-from ragtriage.records import ERROR_TYPE_NAMES, Chunk, Diagnosis, ErrorType, Stage, Trace
+from ragtriage.records import ERROR_TYPE_NAMES, Chunk, Diagnosis, ErrorType, Hit, Stage, Trace
 from ragtriage.report import svg
 from ragtriage.report._fmt import fmt_float, fmt_int, fmt_pct
 from ragtriage.report.aggregate import Summary, dedupe_diagnoses, mode_vote_count
@@ -153,6 +153,20 @@ def _example_view(d: Diagnosis, trace: Trace | None) -> ExampleView:
             f.append("dropped by budget")
         return tuple(f)
 
+    def hit_views(hits: Sequence[Hit], stage: str) -> list[ChunkView]:
+        return [
+            _view(
+                h.chunk_id,
+                chunks,
+                gt,
+                rank=h.rank,
+                score=h.score,
+                flags=hit_flags(h.chunk_id, stage),
+                doc_id=h.doc_id,
+            )
+            for h in hits
+        ]
+
     return ExampleView(
         diagnosis=d,
         trace=trace,
@@ -164,30 +178,8 @@ def _example_view(d: Diagnosis, trace: Trace | None) -> ExampleView:
             _view(c.chunk_id, chunks, gt, flags=flags_for(c.chunk_id), full=c.chunk_id in gt)
             for c in trace.gt_doc_chunks
         ],
-        retrieved=[
-            _view(
-                h.chunk_id,
-                chunks,
-                gt,
-                rank=h.rank,
-                score=h.score,
-                flags=hit_flags(h.chunk_id, "retrieved"),
-                doc_id=h.doc_id,
-            )
-            for h in trace.retrieved
-        ],
-        reranked=[
-            _view(
-                h.chunk_id,
-                chunks,
-                gt,
-                rank=h.rank,
-                score=h.score,
-                flags=hit_flags(h.chunk_id, "reranked"),
-                doc_id=h.doc_id,
-            )
-            for h in trace.reranked
-        ],
+        retrieved=hit_views(trace.retrieved, "retrieved"),
+        reranked=hit_views(trace.reranked, "reranked"),
         context=[
             _view(
                 cid,
