@@ -1,13 +1,15 @@
 """Throughput of LLMRunner(OpenAICompatible) against a local server with fixed latency.
 
 Run: .venv/bin/python benchmarks/llm_throughput.py [--calls 500] [--concurrency 32]
-     [--latency 0.2] [--server process|thread] [--baseline] [--repeat N]
+     [--latency 0.2] [--server process|thread] [--transport auto|aiohttp|httpx]
+     [--baseline] [--repeat N]
 
 Pass 1 sends CALLS distinct requests through a fresh cache and compares the wall time
 with the ideal CALLS × LATENCY / CONCURRENCY (target: ideal/achieved ≥ 0.90).
 Pass 2 sends the identical batch again through the same cache: it must make 0 HTTP calls.
 ``--baseline`` also times the bare SDK (one AsyncOpenAI, a semaphore, no runner) on the
-same batch, to separate the runner's overhead from the machine's.
+same batch, to separate the runner's overhead from the machine's. ``--transport`` picks
+the HTTP transport under the SDK (``llm.http_transport``; default auto = aiohttp).
 
 By default the server runs in a child process, as a real endpoint would (its CPU work
 then does not compete for this process's GIL); ``--server thread`` runs it in-process.
@@ -27,6 +29,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Literal
 
 import openai
 
@@ -57,10 +60,19 @@ def _requests(calls: int) -> list[ChatRequest]:
 
 
 async def _runner_batch(
-    base_url: str, cache_path: Path, requests: list[ChatRequest], concurrency: int
+    base_url: str,
+    cache_path: Path,
+    requests: list[ChatRequest],
+    concurrency: int,
+    transport: Literal["auto", "aiohttp", "httpx"],
 ) -> tuple[float, list[Completion], int]:
     config = LLMConfig(
-        base_url=base_url, model="bench", concurrency=concurrency, timeout_s=30, max_retries=2
+        base_url=base_url,
+        model="bench",
+        concurrency=concurrency,
+        timeout_s=30,
+        max_retries=2,
+        http_transport=transport,
     )
     with ResponseCache(cache_path) as cache:
         runner = LLMRunner(OpenAICompatible(config), config, cache=cache)
@@ -97,7 +109,8 @@ def _run(base_url: str, count_requests: Callable[[], int], args: argparse.Namesp
     ideal = args.calls * args.latency / args.concurrency
     print(
         f"{args.calls} requests, concurrency {args.concurrency}, server latency "
-        f"{args.latency:g}s ({args.server} server); ideal wall {ideal:.3f}s"
+        f"{args.latency:g}s ({args.server} server, {args.transport} transport); "
+        f"ideal wall {ideal:.3f}s"
     )
     ratios: list[float] = []
     baseline_ratios: list[float] = []
@@ -118,7 +131,7 @@ def _run(base_url: str, count_requests: Callable[[], int], args: argparse.Namesp
             before = count_requests()
             cpu = time.process_time()
             wall, _, failures = run_sync(
-                _runner_batch(base_url, cache_path, requests, args.concurrency)
+                _runner_batch(base_url, cache_path, requests, args.concurrency, args.transport)
             )
             cpu = time.process_time() - cpu
             ratios.append(ideal / wall)
@@ -139,7 +152,7 @@ def _run(base_url: str, count_requests: Callable[[], int], args: argparse.Namesp
             )
         before = count_requests()
         wall2, done2, failures2 = run_sync(
-            _runner_batch(base_url, cache_path, requests, args.concurrency)
+            _runner_batch(base_url, cache_path, requests, args.concurrency, args.transport)
         )
         new_calls = count_requests() - before
         cached = sum(c.cached for c in done2)
@@ -180,6 +193,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--server", choices=("process", "thread"), default="process")
+    parser.add_argument("--transport", choices=("auto", "aiohttp", "httpx"), default="auto")
     parser.add_argument("--baseline", action="store_true", help="also time the bare SDK")
     parser.add_argument("--repeat", type=int, default=1, help="repeat pass 1, report the median")
     args = parser.parse_args()

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
 from typing import Any
 
 import openai
@@ -30,9 +34,24 @@ SCHEMA = {
 }
 
 
+# every test here runs once per HTTP transport under the SDK (llm.http_transport)
+_TRANSPORT = {"name": "auto"}
+
+
+@pytest.fixture(autouse=True, params=["aiohttp", "httpx"])
+def transport(request: pytest.FixtureRequest) -> Iterator[str]:
+    _TRANSPORT["name"] = request.param
+    yield request.param
+    _TRANSPORT["name"] = "auto"
+
+
+def config(base_url: str, **kw: Any) -> LLMConfig:
+    return LLMConfig(base_url=base_url, http_transport=_TRANSPORT["name"], **kw)
+
+
 def client(server: LocalLLMServer, **kw: Any) -> OpenAICompatible:
-    settings: dict[str, Any] = {"timeout_s": 5.0, **kw}
-    return OpenAICompatible(LLMConfig(base_url=server.base_url, model="test-model", **settings))
+    settings: dict[str, Any] = {"timeout_s": 5.0, "model": "test-model", **kw}
+    return OpenAICompatible(config(server.base_url, **settings))
 
 
 async def test_maps_request_parameters(llm_server: LocalLLMServer) -> None:
@@ -164,7 +183,7 @@ async def test_500_is_retryable_and_404_is_not(llm_server: LocalLLMServer) -> No
     with pytest.raises(LLMStatusError) as info:
         await client(llm_server).complete(ChatRequest.of(None, "x"))
     assert (info.value.status, info.value.retryable) == (500, True)
-    wrong = OpenAICompatible(LLMConfig(base_url=llm_server.base_url + "/nope", model="m"))
+    wrong = OpenAICompatible(config(llm_server.base_url + "/nope", model="m"))
     with pytest.raises(LLMStatusError) as info404:
         await wrong.complete(ChatRequest.of(None, "x"))
     assert (info404.value.status, info404.value.retryable) == (404, False)
@@ -181,7 +200,7 @@ async def test_connection_refused_is_a_connection_error() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    c = OpenAICompatible(LLMConfig(base_url=f"http://127.0.0.1:{port}/v1", model="m"))
+    c = OpenAICompatible(config(f"http://127.0.0.1:{port}/v1", model="m"))
     with pytest.raises(LLMConnectionError):
         await c.complete(ChatRequest.of(None, "x"))
 
@@ -259,3 +278,38 @@ def test_aclose_from_a_later_event_loop_schedules_nothing(llm_server: LocalLLMSe
     assert run_sync(close_and_list_tasks()) == []
     # a closed client opens a fresh pool on its next call
     assert run_sync(c.complete(ChatRequest.of(None, "two"))).text.endswith("two")
+
+
+def test_a_pool_left_open_is_closed_when_its_loop_ends(
+    llm_server: LocalLLMServer, transport: str
+) -> None:
+    """Library users may never call aclose(): each asyncio.run loop that used the client
+    still closes its pool at shutdown, so nothing reports an unclosed session."""
+    script = textwrap.dedent(
+        f"""
+        import gc
+        from ragtriage.config import LLMConfig
+        from ragtriage.llm import ChatRequest, OpenAICompatible, run_sync
+        c = OpenAICompatible(LLMConfig(base_url={llm_server.base_url!r}, model="m",
+                                       http_transport={transport!r}))
+        for word in ("one", "two"):
+            print(run_sync(c.complete(ChatRequest.of(None, word))).text)
+        del c
+        gc.collect()
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-X", "dev", "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == [
+        "reply seed=None choice=0: one",
+        "reply seed=None choice=0: two",
+    ]
+    assert "unclosed" not in done.stderr.lower(), done.stderr
+    assert "destroyed" not in done.stderr, done.stderr
+
+
+def test_unknown_transport_is_a_config_error() -> None:
+    with pytest.raises(ValueError, match="http_transport"):
+        LLMConfig.model_validate({"http_transport": "curl"})

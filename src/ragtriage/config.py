@@ -70,6 +70,14 @@ class LLMConfig(_Cfg):
         default=None, description="Whether the endpoint honours n>1; None = probe once."
     )
     supports_json_schema: bool | None = None
+    http_transport: Literal["auto", "aiohttp", "httpx"] = Field(
+        default="auto",
+        description=(
+            "HTTP transport under the openai SDK: aiohttp (about half the CPU per request, "
+            "the SDK's documented option for concurrency) or httpx; auto = aiohttp when "
+            "installed."
+        ),
+    )
     price_per_1k_prompt: float = 0.0
     price_per_1k_completion: float = 0.0
 

@@ -7,14 +7,22 @@ fetched one by one with distinct seeds, and ``n`` is not sent again), some rejec
 ``response_format`` is not sent again). SDK retries are off: :class:`LLMRunner`
 retries, honouring ``Retry-After``, which the errors raised here carry.
 
+Under the SDK sits aiohttp when it is installed (``llm.http_transport: auto``): the SDK's
+documented transport for concurrent use, at about half the client CPU per request of its
+default httpx pool (compare ``benchmarks/llm_throughput.py --transport httpx`` with the default). The pool belongs to
+the event loop that opened it; :meth:`OpenAICompatible.aclose` closes it, and when a loop
+run by ``asyncio.run`` ends without that, the pool is closed as the loop shuts down.
+
 There is no default endpoint: ``base_url`` and ``model`` must be configured.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
+import ssl
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -53,6 +61,9 @@ def client_from_config(
 def translate_openai_error(exc: Exception) -> LLMError:
     """Map an OpenAI SDK exception onto the ragtriage LLM error tree."""
     if isinstance(exc, openai.APITimeoutError):
+        lost = _lost_connection(exc)
+        if lost is not None:
+            return LLMConnectionError(f"connection failed ({type(lost).__name__}: {lost})")
         return LLMTimeoutError(f"request timed out: {exc}")
     if isinstance(exc, openai.APIStatusError):
         body = exc.body
@@ -69,6 +80,88 @@ def translate_openai_error(exc: Exception) -> LLMError:
     if isinstance(exc, openai.APIResponseValidationError | ValueError):
         return LLMBadResponseError(f"unusable response body: {exc}")
     return LLMError(f"{type(exc).__name__}: {exc}")
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """One verifying TLS context per process: loading the CA roots costs ~40 ms, which
+    every new HTTP client would otherwise pay again. The system roots (``SSL_CERT_FILE``
+    / ``SSL_CERT_DIR`` honoured by OpenSSL), else certifi's bundle where the system has
+    none (python.org builds on macOS)."""
+    context = ssl.create_default_context()
+    if not context.cert_store_stats().get("x509_ca"):
+        try:
+            import certifi
+        except ImportError:  # pragma: no cover - certifi comes with the SDK's httpx
+            return context
+        context.load_verify_locations(cafile=certifi.where())
+    return context
+
+
+def _http_client(config: LLMConfig) -> Any:
+    """The HTTP client under the SDK: aiohttp (``auto`` when installed) or httpx.
+
+    Both are the SDK's own client classes; ours rather than the SDK's implicit default,
+    which closes itself from ``__del__`` as a task on whatever loop is running (failing
+    with "Event loop is closed" when the pool belongs to an earlier loop).
+    """
+    kind = config.http_transport
+    if kind in ("auto", "aiohttp"):
+        factory = getattr(openai, "DefaultAioHttpClient", None)
+        try:
+            if factory is None:
+                raise RuntimeError("this openai SDK has no DefaultAioHttpClient")
+            return factory(timeout=config.timeout_s, verify=_tls_context())
+        except RuntimeError as exc:  # the SDK raises this when aiohttp is missing
+            if kind == "aiohttp":
+                raise ConfigError(
+                    f"llm.http_transport is aiohttp but it cannot be used: {exc}; "
+                    "pip install 'openai[aiohttp]' or set it to httpx",
+                    field="llm.http_transport",
+                ) from exc
+    return openai.DefaultAsyncHttpxClient(timeout=config.timeout_s, verify=_tls_context())
+
+
+# Strong references to the pool-closing tasks: a loop only holds its tasks weakly, and a
+# task collected while it waits could no longer close its pool.
+_POOL_CLOSERS: set[asyncio.Task[None]] = set()
+
+
+async def _close_at_loop_end(sdk: openai.AsyncOpenAI, release: asyncio.Event) -> None:
+    """Hold ``sdk`` until :meth:`OpenAICompatible.aclose` releases it or the loop's
+    runner cancels this task at shutdown (``asyncio.run`` cancels and awaits leftover
+    tasks), then close its pool on the loop it belongs to."""
+    can_await = True
+    try:
+        await release.wait()
+    except GeneratorExit:
+        # collected with a loop that was closed without cancelling its tasks (a
+        # hand-run loop): nothing can be awaited any more; call aclose() in such loops
+        can_await = False
+        raise
+    finally:
+        if can_await:
+            await sdk.close()
+
+
+def _lost_connection(exc: BaseException) -> BaseException | None:
+    """The underlying connection error of a "timeout" that was none.
+
+    The SDK's aiohttp transport maps every aiohttp connection error (refused, reset,
+    server disconnected) to httpx's ``ConnectTimeout``; the original is in the cause
+    chain. A real timeout (``TimeoutError`` anywhere in the chain) stays a timeout.
+    """
+    chain: list[BaseException] = []
+    cause: BaseException | None = exc.__cause__ or exc.__context__
+    while cause is not None and len(chain) < 8:
+        chain.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    if any(isinstance(c, TimeoutError) for c in chain):
+        return None
+    for c in chain:
+        if isinstance(c, OSError) or type(c).__module__.startswith("aiohttp"):
+            return c
+    return None
 
 
 def _sample_seed(seed: int | None, index: int) -> int | None:
@@ -103,6 +196,9 @@ class OpenAICompatible:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sdk: openai.AsyncOpenAI | None = None
         self._gate: asyncio.Semaphore | None = None
+        self._release: asyncio.Event | None = None
+        self._closer: asyncio.Task[None] | None = None
+        _tls_context()  # built once per process, before the first request is timed
 
     @property
     def model_name(self) -> str:
@@ -130,21 +226,26 @@ class OpenAICompatible:
                 api_key=self._config.api_key or _PLACEHOLDER_KEY,
                 max_retries=0,
                 timeout=self._config.timeout_s,
-                # our own pool, not the SDK's default one: that one closes itself from
-                # __del__ as a task on whatever loop is running, which fails ("Event loop
-                # is closed") when the pool belongs to an earlier, closed loop
-                http_client=openai.DefaultAsyncHttpxClient(timeout=self._config.timeout_s),
+                http_client=_http_client(self._config),
             )
             self._gate = asyncio.Semaphore(self._config.concurrency)
             self._loop = loop
+            self._release = asyncio.Event()
+            self._closer = loop.create_task(
+                _close_at_loop_end(self._sdk, self._release), name="ragtriage-llm-pool"
+            )
+            _POOL_CLOSERS.add(self._closer)
+            self._closer.add_done_callback(_POOL_CLOSERS.discard)
         return self._sdk, self._gate
 
     async def aclose(self) -> None:
-        """Close the connection pool (only possible from the loop that opened it)."""
-        sdk, loop = self._sdk, self._loop
-        self._sdk = self._gate = self._loop = None
-        if sdk is not None and loop is asyncio.get_running_loop():
-            await sdk.close()
+        """Close the connection pool. From another loop than the one that opened it this
+        only forgets the pool (it is closed when its own loop shuts down)."""
+        loop, release, closer = self._loop, self._release, self._closer
+        self._sdk = self._gate = self._loop = self._release = self._closer = None
+        if loop is asyncio.get_running_loop() and release is not None and closer is not None:
+            release.set()
+            await closer
 
     async def complete(self, request: ChatRequest) -> Completion:
         started = time.perf_counter()
