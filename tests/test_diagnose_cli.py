@@ -119,6 +119,7 @@ def test_dry_run_estimates_and_writes_nothing(
     assert "dry run: about" in printed and "LLM calls" in printed
     assert llm_server.chat_requests == 0
     assert not (run / "diagnoses.jsonl").exists()
+    assert not (tmp_path / "cache.sqlite").exists()  # a dry run creates no cache file
 
 
 def test_rules_judge_on_a_traces_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -270,6 +270,24 @@ async def test_dry_run_estimates_without_calling() -> None:
     assert d.undetermined
 
 
+async def test_dry_run_after_an_unreadable_cached_verdict_estimates_nothing_more() -> None:
+    """The real run stops at an unreadable answer verdict (undetermined); a later dry
+    run over the same cache must not estimate the type calls that run never makes."""
+
+    def unreadable(request: Any, sample: int) -> str:
+        return "<<< no verdict here >>>"
+
+    cache = ResponseCache(":memory:")
+    real = LLMRunner(ScriptedLLM(unreadable), cache=cache)
+    first = await Diagnoser("llm", llm=real).diagnose(_llm_trace())
+    assert first.undetermined and real.ledger.summary().total.calls == 1
+    dry = LLMRunner(ScriptedLLM(unreadable), cache=cache, dry_run=True)
+    again = await Diagnoser("llm", llm=dry).diagnose(_llm_trace())
+    total = dry.ledger.summary().total
+    assert (total.estimated_calls, total.cache_hits) == (0, 1)
+    assert again.undetermined and again.undetermined_reason == first.undetermined_reason
+
+
 async def test_rules_alternatives_do_not_blame_a_stage_that_delivered_everything() -> None:
     # every GT chunk was retrieved, kept by the reranker and given to the generator,
     # which got the number wrong: neither strategy may put it on chunking, retrieval or

@@ -284,10 +284,16 @@ class Trace(Record):
 
 
 class LLMUsage(Record):
-    """LLM cost of one diagnosis or run step."""
+    """LLM cost of one diagnosis or run step, counted in requests (one judging step's
+    prompt): the runner's ledger counts HTTP calls, which can be more when an endpoint
+    ignores ``n`` and each vote needs its own call."""
 
-    calls: int = Field(default=0, ge=0)
-    cached_calls: int = Field(default=0, ge=0)
+    calls: int = Field(
+        default=0, ge=0, description="Requests the endpoint answered (paid, not cached)."
+    )
+    cached_calls: int = Field(
+        default=0, ge=0, description="Requests served entirely from the response cache."
+    )
     prompt_tokens: int = Field(default=0, ge=0)
     completion_tokens: int = Field(default=0, ge=0)
 

@@ -171,7 +171,9 @@ async def _diagnose(
     progress: bool,
     sync_every: int,
     workers: int = 1,
+    runner: LLMRunner | None = None,
 ) -> list[Diagnosis]:
+    """Diagnose ``todo``; the LLM runner's pool is closed on this same loop at the end."""
     err = Console(stderr=True)
     columns = (
         TextColumn("diagnosing"),
@@ -179,23 +181,29 @@ async def _diagnose(
         MofNCompleteColumn(),
         TimeElapsedColumn(),
     )
-    with Progress(*columns, console=err, disable=not progress, transient=True) as bar:
-        task = bar.add_task("diagnose", total=len(todo))
-        if out_path is None:
+    try:
+        with Progress(*columns, console=err, disable=not progress, transient=True) as bar:
+            task = bar.add_task("diagnose", total=len(todo))
+            if out_path is None:
 
-            def tick(_d: Diagnosis) -> None:
-                bar.advance(task)
+                def tick(_d: Diagnosis) -> None:
+                    bar.advance(task)
 
-            return await diagnoser.diagnose_many(todo, concurrency, on_result=tick, workers=workers)
-        with _Appender(out_path, sync_every) as appender:
+                return await diagnoser.diagnose_many(
+                    todo, concurrency, on_result=tick, workers=workers
+                )
+            with _Appender(out_path, sync_every) as appender:
 
-            def write(d: Diagnosis) -> None:
-                appender.add(d)
-                bar.advance(task)
+                def write(d: Diagnosis) -> None:
+                    appender.add(d)
+                    bar.advance(task)
 
-            return await diagnoser.diagnose_many(
-                todo, concurrency, on_result=write, workers=workers
-            )
+                return await diagnoser.diagnose_many(
+                    todo, concurrency, on_result=write, workers=workers
+                )
+    finally:
+        if runner is not None:
+            await runner.aclose()
 
 
 def register(app: typer.Typer) -> None:
@@ -282,6 +290,7 @@ def register(app: typer.Typer) -> None:
                         concurrency=concurrency,
                         progress=show,
                         sync_every=1,
+                        runner=runner,
                     )
                 )
                 console.print(f"dry run over {len(todo)} trace(s); nothing written")
@@ -299,6 +308,7 @@ def register(app: typer.Typer) -> None:
                     progress=show,
                     sync_every=1 if judge == "llm" else _RULES_SYNC_EVERY,
                     workers=workers or min(8, os.cpu_count() or 1),
+                    runner=runner,
                 )
             )
             diagnoses = list(read_records(out_path, Diagnosis)) if out_path.exists() else []
@@ -308,4 +318,4 @@ def register(app: typer.Typer) -> None:
             console.print(f"wrote {out_path} ({len(todo)} new, {len(diagnoses)} total)")
         finally:
             if runner is not None:
-                run_sync(runner.aclose())
+                runner.close()  # the cache; the HTTP pool was closed on its own loop

@@ -45,6 +45,11 @@ class LLMCalls:
     def dry_run(self) -> bool:
         return self._runner.dry_run
 
+    @property
+    def skipped_by_dry_run(self) -> bool:
+        """Whether a request of this example went unanswered only because of a dry run."""
+        return any(f.kind == "dry_run" for f in self.failures)
+
     def _count(self, outcome: Completion | LLMFailure) -> None:
         if isinstance(outcome, LLMFailure):
             self.failures.append(outcome)

@@ -119,9 +119,10 @@ class Diagnoser:
             judgement = evaluate_rules(ex, trace.answer, self._config)
         else:
             judgement = await evaluate_llm(trace, calls)
-            if judgement.label is None and calls.dry_run:
+            if judgement.label is None and calls.dry_run and calls.skipped_by_dry_run:
                 # a dry run pays nothing: follow the path the rules judge would take so
-                # that the later steps' calls get estimated too
+                # that the later steps' calls get estimated too (not when a cached
+                # verdict was unreadable: the real run stops there as well)
                 judgement = evaluate_rules(ex, trace.answer, self._config)
         if judgement.label is None:
             return self._record(trace, judgement, calls, needs=False)

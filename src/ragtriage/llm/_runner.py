@@ -171,8 +171,10 @@ class LLMRunner:
         cfg = config.with_env()
         actual = client if client is not None else client_from_config(cfg)
         cache = None
-        if use_cache:
-            cache = ResponseCache(cache_path or cfg.cache_path or DEFAULT_CACHE_PATH)
+        path = str(cache_path or cfg.cache_path or DEFAULT_CACHE_PATH)
+        # a dry run reads the cache but must not create one
+        if use_cache and not (dry_run and path != ":memory:" and not Path(path).exists()):
+            cache = ResponseCache(path)
         runner = cls(actual, cfg, cache=cache, dry_run=dry_run)
         runner._owns_cache = cache is not None
         return runner

@@ -174,7 +174,7 @@ def render_summary(summary: Summary, console: Console) -> None:
 
     usage = summary.usage
     console.print(
-        f"LLM usage: {fmt_int(usage.calls)} calls, {fmt_int(usage.cached_calls)} cached, "
+        f"LLM requests: {fmt_int(usage.calls)} paid, {fmt_int(usage.cached_calls)} from cache, "
         f"{fmt_int(usage.prompt_tokens)} prompt + {fmt_int(usage.completion_tokens)} completion tokens",
         highlight=False,
     )
