@@ -198,7 +198,9 @@ class OpenAICompatible:
         self._gate: asyncio.Semaphore | None = None
         self._release: asyncio.Event | None = None
         self._closer: asyncio.Task[None] | None = None
-        _tls_context()  # built once per process, before the first request is timed
+        # built now (TLS roots, transport imports: ~0.1 s once), not on the first request;
+        # it binds to an event loop only when that request opens a connection
+        self._fresh_http: Any = _http_client(config)
 
     @property
     def model_name(self) -> str:
@@ -226,8 +228,11 @@ class OpenAICompatible:
                 api_key=self._config.api_key or _PLACEHOLDER_KEY,
                 max_retries=0,
                 timeout=self._config.timeout_s,
-                http_client=_http_client(self._config),
+                http_client=(
+                    self._fresh_http if self._fresh_http is not None else _http_client(self._config)
+                ),
             )
+            self._fresh_http = None
             self._gate = asyncio.Semaphore(self._config.concurrency)
             self._loop = loop
             self._release = asyncio.Event()
