@@ -535,6 +535,105 @@ def test_clapnq_bad_tsv(tmp_path: Path) -> None:
     assert ei.value.line == 3
 
 
+CQR = FIX / "clapnq_repo"  # laid out like a clone of the CLAPnq repository
+
+
+def test_clapnq_repository_layout_uses_the_retrieval_gold_ids() -> None:
+    ds = load_dataset(CQR)
+    assert ds.format == "clapnq"
+    # the corpus is passages.tsv; annotated passages tied to it add no documents
+    assert [d.doc_id for d in ds.documents] == [
+        "700100_0-240",
+        "700200_10-180",
+        "700300_5-160",
+        "700400_0-90",
+    ]
+    exs = ds.example_map()
+    assert sorted(exs) == ["-4410", "5521", "7730"]  # the train TSV adds no examples
+    light = exs["-4410"]
+    assert light.doc_ids == ["700100_0-240"] and light.gt_chunk_ids == ["700100_0-240#0"]
+    assert light.metadata["gt_passage_match"] == ["qrels"]
+    assert light.references == ["It was lit for the first time in 1871 and automated in 1968 ."]
+    assert exs["5521"].answer == "The crossing takes twelve minutes."
+    # the unanswerable TSV row has no ids: its passage is matched to the corpus by text
+    # (the corpus copy has no trailing space, and quotes doubled by the TSV writer)
+    choir = exs["7730"]
+    assert (choir.answerable, choir.label) == (False, "unanswerable")
+    assert choir.doc_ids == ["700300_5-160"]
+    assert choir.metadata["gt_passage_match"] == ["exact"]
+    assert 'Its "winter concert" is held' in ds.document_map()["700300_5-160"].text
+
+
+def test_clapnq_without_retrieval_tsvs_matches_passages_by_text() -> None:
+    ds = load_clapnq(
+        questions=sorted((CQR / "annotated_data" / "dev").glob("*.jsonl")),
+        passages=CQR / "retrieval" / "passages.tsv",
+    )
+    exs = ds.example_map()
+    # the corpus kept a slightly different version of the lighthouse passage
+    light = exs["-4410"]
+    assert light.doc_ids == ["700100_0-240"]
+    (how,) = light.metadata["gt_passage_match"]  # type: ignore[misc]
+    assert isinstance(how, str) and how.startswith("similar 0.9")
+    assert exs["5521"].doc_ids == ["700200_10-180"]
+    assert exs["5521"].metadata["gt_passage_match"] == ["exact"]
+    assert len(ds.documents) == 4
+    # without the corpus every annotated passage is a document of its own
+    alone = load_clapnq(questions=CQR / "annotated_data" / "dev" / "clapnq_dev_answerable.jsonl")
+    assert [e.metadata["gt_passage_match"] for e in alone.examples] == [["inline"], ["inline"]]
+    assert all(d.doc_id.startswith("clapnq-") for d in alone.documents)
+
+
+def test_clapnq_retrieval_tsvs_alone_make_the_examples() -> None:
+    ds = load_dataset(CQR / "retrieval")
+    exs = ds.example_map()
+    assert sorted(exs) == ["-4410", "5521", "7730", "9901"]
+    ferry = exs["5521"]
+    assert ferry.answer == "The crossing takes twelve minutes."
+    assert ferry.metadata["other_answers"] == [
+        'It takes 12 minutes, "door to door".\nThe first boat leaves at 6:10.'
+    ]
+    assert (ferry.doc_ids, ferry.gt_chunk_ids, ferry.references) == (
+        ["700200_10-180"],
+        ["700200_10-180#0"],
+        [],
+    )
+    none = exs["7730"]
+    assert (none.answerable, none.answer, none.doc_ids, none.label) == (
+        False,
+        "",
+        [],
+        "unanswerable",
+    )
+    assert sniff_file(CQR / "retrieval" / "dev" / "question_dev_answerable.tsv") == "clapnq_qrels"
+
+
+def test_clapnq_retrieval_tsv_errors(tmp_path: Path) -> None:
+    tsv = CQR / "retrieval" / "dev" / "question_dev_answerable.tsv"
+    with pytest.raises(InputError, match=r"passages\.tsv"):
+        load_dataset(tsv)  # gold ids need the corpus
+    few = tmp_path / "p.tsv"
+    few.write_text("id\ttext\ttitle\n700100_0-240\tx\tT\n", encoding="utf-8")
+    with pytest.raises(InputError) as ei:
+        load_clapnq(qrels=tsv, passages=few)
+    assert (ei.value.path, ei.value.line, ei.value.field) == (str(tsv), 3, "doc-id-list")
+    assert "'700200_10-180'" in str(ei.value)
+    dup = tmp_path / "q.tsv"
+    dup.write_text(
+        "id\tquestion\tdoc-id-list\tanswers\n1\tq?\t700100_0-240\ta\n1\tq?\t\t\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(InputError) as ei:
+        load_clapnq(qrels=dup, passages=few)
+    assert (ei.value.line, ei.value.field) == (3, "id")
+    no_ids = tmp_path / "q2.tsv"
+    no_ids.write_text("id\tquestion\tanswers\n1\tq?\ta\n", encoding="utf-8")
+    assert sniff_file(no_ids) is None
+    with pytest.raises(InputError) as ei:
+        load_clapnq(qrels=no_ids, passages=few)
+    assert (ei.value.line, ei.value.field) == (2, "doc-id-list")
+
+
 # ----------------------------------------------------------------------------- generic
 
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ragtriage.data._clapnq import load_clapnq
+from ragtriage.data._clapnq import DOC_ID_COLUMNS, load_clapnq
 from ragtriage.data._dataset import Dataset
 from ragtriage.data._dragonball import load_dragonball
 from ragtriage.data._fields import normalize_language
@@ -54,7 +54,8 @@ def sniff_file(path: str | Path) -> str | None:
 
     Kinds: ``generic_documents``, ``generic_examples``, ``generic_chunks``,
     ``dragonball_docs``, ``dragonball_queries``, ``clapnq_questions``,
-    ``clapnq_passages`` (JSONL, or TSV with an ``id``/``text`` header).
+    ``clapnq_passages`` (JSONL, or TSV with an ``id``/``text`` header),
+    ``clapnq_qrels`` (retrieval question TSV: ``id``/``question``/``doc-id-list``).
     """
     p = Path(path)
     try:
@@ -69,7 +70,11 @@ def sniff_file(path: str | Path) -> str | None:
         return None
     if p.suffix.lower() in (".tsv", ".tab"):
         header = {h.strip().lower() for h in line.rstrip("\r\n").split("\t")}
-        return "clapnq_passages" if {"id", "text"} <= header else None
+        if {"id", "text"} <= header:
+            return "clapnq_passages"
+        if {"id", "question"} <= header and header & set(DOC_ID_COLUMNS):
+            return "clapnq_qrels"
+        return None
     try:
         obj = json.loads(line)
     except (json.JSONDecodeError, RecursionError):
@@ -213,8 +218,8 @@ def load_dataset(
     * ``folder`` — a directory of ``.txt``/``.md`` files (+ ``examples.jsonl``);
     * ``dragonball`` — a directory with DragonBall docs and queries files, or one of
       them (the other is looked for beside it);
-    * ``clapnq`` — a CLAPnq questions file, or a directory of question (and
-      passage) files.
+    * ``clapnq`` — a CLAPnq annotated questions file, or a directory of annotated
+      question, retrieval question (TSV) and passage files (a clone of the repo).
 
     ``language`` keeps only DragonBall documents and examples in that language; for
     the other formats it drops examples whose language is set to another one.
