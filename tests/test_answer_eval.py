@@ -79,6 +79,19 @@ def test_keypoints_decide_completeness() -> None:
     assert judge(gt, "Thanks to new stores.", q, keypoints=kps) is A.POSSIBLE_CORRECT
 
 
+def test_numbered_keypoints_are_facts_not_numbers() -> None:
+    """DragonBall numbers its key points ("1. ..."); the "1" is list formatting, so an
+    answer stating the fact covers it (English and Chinese)."""
+    gt = "January 2021"
+    q = "When did Green Fields appoint a new CEO?"
+    kps = ["1. Green Fields Agriculture Ltd. appointed a new CEO in January 2021."]
+    answer = "Green Fields appointed its new CEO in January 2021."
+    assert judge(gt, answer, q, keypoints=kps) is A.CORRECT
+    zh = ["1、公司于2021年1月任命了新的首席执行官", "（2）新任CEO来自有机农业行业"]
+    ex = Example(example_id="z", query="公司何时任命新CEO？", answer="2021年1月", keypoints=zh)
+    assert ex.keypoints == ["公司于2021年1月任命了新的首席执行官", "新任CEO来自有机农业行业"]
+
+
 @pytest.mark.parametrize(
     "answer",
     [

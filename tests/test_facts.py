@@ -18,6 +18,7 @@ from ragtriage.diagnosis.facts import (
     extract_quantities,
     quantities_match,
 )
+from ragtriage.text import strip_list_marker
 
 
 def _q(text: str) -> list[tuple[float, str]]:
@@ -380,3 +381,29 @@ def test_you_inside_a_fixed_term_does_not_split_a_chinese_concept() -> None:
     concepts = extract_concepts("法院对被告人王某判处有期徒刑几年？")
     assert any("有期徒刑" in c for c in concepts), concepts
     assert not any(c == "期徒刑" for c in concepts)
+
+
+@pytest.mark.parametrize(
+    ("raw", "clean"),
+    [
+        ("1. Green Fields appointed a CEO", "Green Fields appointed a CEO"),
+        ("12) Revenue rose", "Revenue rose"),
+        ("(3) Profit fell", "Profit fell"),
+        ("（4）收购价格为3亿元", "收购价格为3亿元"),
+        ("5、净利润为8500万元", "净利润为8500万元"),
+        ("一、公司成立于2001年", "公司成立于2001年"),
+        ("第二，净利润下降", "净利润下降"),
+        ("- a dash item", "a dash item"),
+        ("b. a lettered item", "a lettered item"),
+        # not list markers: years, decimals, thousands, initials, leading amounts
+        ("2021. The year of the merger", "2021. The year of the merger"),
+        ("3.5 percent growth", "3.5 percent growth"),
+        ("1,000 jobs were cut", "1,000 jobs were cut"),
+        ("J. K. Rowling wrote it", "J. K. Rowling wrote it"),
+        ("120 million dollars", "120 million dollars"),
+        ("2020年营收增长", "2020年营收增长"),
+        ("1.", "1."),  # nothing would be left
+    ],
+)
+def test_strip_list_marker(raw: str, clean: str) -> None:
+    assert strip_list_marker(raw) == clean

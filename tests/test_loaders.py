@@ -196,6 +196,19 @@ def test_unknown_query_type_keeps_raw_label(tmp_path: Path) -> None:
     assert doc.title is None  # no name field
 
 
+def test_dragonball_numbered_keypoints_load_without_numbers(tmp_path: Path) -> None:
+    q = _db_query()
+    q["ground_truth"]["keypoints"] = [
+        "1. Green Fields appointed a new CEO in January 2021.",
+        "2. The CEO came from organic farming.",
+    ]
+    (ex,) = read_dragonball_queries(_write(tmp_path / "q.jsonl", [q]), known_doc_ids={"1"})
+    assert ex.keypoints == [
+        "Green Fields appointed a new CEO in January 2021.",
+        "The CEO came from organic farming.",
+    ]
+
+
 @pytest.mark.parametrize(
     "text",
     [

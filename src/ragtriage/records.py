@@ -18,7 +18,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 __all__ = [
     "ERROR_TYPE_NAMES",
@@ -189,8 +189,9 @@ class Example(Record):
     """A question with its ground truth.
 
     ``references`` are verbatim evidence strings copied from the documents in
-    ``doc_ids``; ``gt_chunk_ids`` are ground-truth chunks given by a pre-chunked
-    dataset (CLAPnq). An unanswerable example has ``answerable=False`` and its
+    ``doc_ids``; ``keypoints`` are short key facts of the answer, stored without list
+    numbering ("1. ", "（2）", "3、" are removed); ``gt_chunk_ids`` are ground-truth
+    chunks given by a pre-chunked dataset (CLAPnq). An unanswerable example has ``answerable=False`` and its
     answer may be empty.
     """
 
@@ -208,6 +209,15 @@ class Example(Record):
     )
     language: str | None = Field(default=None, description="BCP-47 code such as 'en' or 'zh'.")
     metadata: Metadata = Field(default_factory=dict)
+
+    @field_validator("keypoints", mode="after")
+    @classmethod
+    def _unnumbered(cls, keypoints: list[str]) -> list[str]:
+        # "1. The CEO was appointed in 2021" (DragonBall style): the list is the order;
+        # the marker would read as a number the answer must contain
+        from ragtriage.text import strip_list_marker
+
+        return [strip_list_marker(k) for k in keypoints]
 
     @model_validator(mode="after")
     def _check_answer(self) -> Example:

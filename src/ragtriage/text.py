@@ -26,6 +26,7 @@ __all__ = [
     "normalize",
     "split_paragraphs",
     "split_sentences",
+    "strip_list_marker",
     "token_f1",
     "token_spans",
     "word_tokens",
@@ -70,6 +71,30 @@ def detect_language(text: str) -> str:
 
 
 _PUNCT_SYMBOL_RE = re.compile(r"[^\w\s]|_")
+
+
+# A leading list marker: "1. ", "2) ", "(3) ", "（4）", "5、", "a) ", "- ", "• ", "一、",
+# "第一，". One or two digits only, so "2021. The year ..." or "3.5 %" stay intact.
+_LIST_MARKER_RE = re.compile(
+    r"""^\s*(?:
+        [(（]\s*(?:\d{1,2}|[a-zA-Z]|[一二三四五六七八九十]{1,2})\s*[)）]\s*
+      | (?:\d{1,2}|[a-z])[.)](?=\s)\s*   # lower case only: "J. K. Rowling" keeps "J."
+      | (?:\d{1,2}|[一二三四五六七八九十]{1,2})\s*[、,，.．]\s*(?=[^\d\s])
+      | 第[一二三四五六七八九十]{1,2}[、,，:：]\s*
+      | [-*•·]\s+
+    )""",
+    re.VERBOSE,
+)
+
+
+def strip_list_marker(text: str) -> str:
+    """``text`` without a leading enumeration marker ("1. ", "（2）", "3、", "- ").
+
+    Key points copied from numbered lists carry them; left in, the "1" reads as a
+    fact the answer must contain. Text that would be left empty is returned as is.
+    """
+    stripped = _LIST_MARKER_RE.sub("", text, count=1).strip()
+    return stripped if stripped else text
 
 
 def normalize(text: str) -> str:
