@@ -20,6 +20,7 @@ from aiohttp import web
 from llm_server import LocalLLMServer, hashed_embedding
 from ragtriage.config import EmbeddingConfig
 from ragtriage.embedding import (
+    CORPUS_SLICE,
     CachedEmbedder,
     HashEmbedder,
     MiniLMEmbedder,
@@ -116,6 +117,36 @@ class PrefixEmbedder(CountingEmbedder):
 
     def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         return self.embed([f"passage: {t}" for t in texts])
+
+
+def test_corpus_embedding_in_slices_reports_progress_and_resumes(tmp_path: Path) -> None:
+    texts = [f"passage number {i} about topic {i % 7}" for i in range(CORPUS_SLICE + 300)]
+    whole = HashEmbedder(32).embed(texts)
+    seen: list[tuple[int, int]] = []
+    inner = CountingEmbedder()
+    got = embed_documents(inner, texts, on_progress=lambda d, t: seen.append((d, t)))
+    np.testing.assert_array_equal(got, whole)  # same vectors as one call
+    assert seen == [(CORPUS_SLICE, len(texts)), (len(texts), len(texts))]
+    assert [len(c) for c in inner.calls] == [CORPUS_SLICE, 300]
+
+    # an indexing run stopped after its first slice keeps that slice in the cache
+    class Interrupted(Exception):
+        pass
+
+    def stop(done: int, total: int) -> None:
+        raise Interrupted
+
+    first = CountingEmbedder()
+    with pytest.raises(Interrupted):
+        embed_documents(CachedEmbedder(first, tmp_path), texts, on_progress=stop)
+    again = CountingEmbedder()
+    out = embed_documents(CachedEmbedder(again, tmp_path), texts, on_progress=lambda d, t: None)
+    assert [len(c) for c in again.calls] == [300]  # only the slice that never finished
+    np.testing.assert_array_equal(out, whole)
+    # small corpora: one call, one progress report
+    small: list[tuple[int, int]] = []
+    embed_documents(HashEmbedder(32), texts[:5], on_progress=lambda d, t: small.append((d, t)))
+    assert small == [(5, 5)]
 
 
 def test_cache_hits_partial_hits_and_persistence(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ import tempfile
 import time
 import unicodedata
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, Final, Protocol, runtime_checkable
@@ -90,10 +90,34 @@ def embed_queries(embedder: Embedder, texts: Sequence[str]) -> Vectors:
     return fn(texts) if callable(fn) else embedder.embed(texts)
 
 
-def embed_documents(embedder: Embedder, texts: Sequence[str]) -> Vectors:
-    """Embed passages/documents (``embed_documents`` when the model distinguishes them)."""
+#: Texts per call when a corpus is embedded slice by slice (for progress reports; with
+#: the embedding cache, an interrupted indexing run keeps the slices it finished).
+CORPUS_SLICE = 2048
+
+
+def embed_documents(
+    embedder: Embedder,
+    texts: Sequence[str],
+    *,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> Vectors:
+    """Embed passages/documents (``embed_documents`` when the model distinguishes them).
+
+    With ``on_progress`` the texts go in slices of :data:`CORPUS_SLICE`, and
+    ``on_progress(done, total)`` is called after each.
+    """
     fn = getattr(embedder, "embed_documents", None)
-    return fn(texts) if callable(fn) else embedder.embed(texts)
+    call: Callable[[Sequence[str]], Vectors] = fn if callable(fn) else embedder.embed
+    if on_progress is None or len(texts) <= CORPUS_SLICE:
+        out = call(texts)
+        if on_progress is not None:
+            on_progress(len(texts), len(texts))
+        return out
+    parts: list[Vectors] = []
+    for start in range(0, len(texts), CORPUS_SLICE):
+        parts.append(np.asarray(call(texts[start : start + CORPUS_SLICE]), dtype=np.float32))
+        on_progress(min(start + CORPUS_SLICE, len(texts)), len(texts))
+    return np.ascontiguousarray(np.concatenate(parts, axis=0), dtype=np.float32)
 
 
 def l2_normalize(matrix: npt.NDArray[Any]) -> Vectors:

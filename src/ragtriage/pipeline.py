@@ -23,7 +23,7 @@ import importlib.metadata
 import json
 import platform
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -240,12 +240,14 @@ class Pipeline:
         use_llm_cache: bool = True,
         embedder: Embedder | None = None,
         model_dir: Path | None = None,
+        on_index_progress: Callable[[int, int], None] | None = None,
     ) -> Pipeline:
         """Chunk the corpus, embed and index it, and set up reranker and generator.
 
         ``llm_client`` replaces the configured OpenAI-compatible endpoint (e.g. a
         ``ScriptedLLM``); it is wrapped in an :class:`LLMRunner` (retries, cache,
-        ledger). An LLM is only set up when a stage needs one.
+        ledger). An LLM is only set up when a stage needs one. ``on_index_progress
+        (done, total)`` follows the embedding of the corpus chunks.
         """
         # the stages that can fail on configuration come first, before the slow indexing
         emb = embedder if embedder is not None else make_embedder(cfg.embedding)
@@ -270,7 +272,7 @@ class Pipeline:
             t0 = time.perf_counter()
             chunks = _chunk_corpus(cfg, dataset, emb)
             t1 = time.perf_counter()
-            retriever = build_retriever(cfg.retrieval, chunks, emb)
+            retriever = build_retriever(cfg.retrieval, chunks, emb, on_progress=on_index_progress)
             t2 = time.perf_counter()
         except BaseException:
             if runner is not None:

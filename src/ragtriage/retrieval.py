@@ -24,7 +24,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Protocol, runtime_checkable
 
@@ -318,9 +318,11 @@ def build_retriever(
     embedder: Embedder | None,
     *,
     vectors: npt.ArrayLike | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> IndexedRetriever:
     """Index ``chunks`` for ``cfg.mode``. Dense modes embed the chunk texts with
-    ``embedder`` (passages) unless precomputed ``vectors`` are given."""
+    ``embedder`` (passages) unless precomputed ``vectors`` are given; ``on_progress
+    (done, total)`` follows that embedding."""
     table = ChunkTable.of(chunks)
     dense = bm25 = None
     if cfg.mode != "bm25":
@@ -329,7 +331,7 @@ def build_retriever(
                 f"retrieval mode {cfg.mode!r} needs an embedder", field="retrieval.mode"
             )
         if vectors is None:
-            mat = embed_documents(embedder, [c.text for c in chunks])
+            mat = embed_documents(embedder, [c.text for c in chunks], on_progress=on_progress)
             if mat.shape[0] == 0:
                 mat = np.zeros((0, embedder.dim), dtype=np.float32)
         else:

@@ -9,6 +9,15 @@ from importlib import resources
 from pathlib import Path
 
 import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from ragtriage.config import PipelineConfig, load_config
 from ragtriage.data import Dataset, load_dataset, load_demo
@@ -48,7 +57,22 @@ async def _run(
     retry_failed: bool,
     progress: bool,
 ) -> RunSummary:
-    pipeline = Pipeline.from_config(cfg, dataset)
+    with Progress(
+        TextColumn("[bold]indexing[/] (embedding chunks)"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        disable=not progress,
+        transient=True,
+    ) as bar:
+        index_task = bar.add_task("index", total=None)
+
+        def indexed(done: int, total: int) -> None:
+            bar.update(index_task, completed=done, total=total)
+
+        pipeline = Pipeline.from_config(cfg, dataset, on_index_progress=indexed)
     # SIGTERM (like Ctrl-C) cancels the run: finished traces stay, the manifest says
     # "interrupted", and the same command resumes
     task = asyncio.current_task()
