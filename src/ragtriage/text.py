@@ -129,8 +129,16 @@ def token_spans(text: str) -> list[tuple[int, int]]:
 
 def word_tokens(text: str) -> list[str]:
     """Lower-cased tokens: words for Latin text, characters for CJK text."""
-    t = unicodedata.normalize("NFKC", text)
-    return [t[s:e].lower().replace(",", "") for s, e in token_spans(t)]
+    return _word_tokens(text)[0]
+
+
+def _word_tokens(text: str) -> tuple[list[str], bool]:
+    """:func:`word_tokens` and whether the (NFKC) text has CJK characters."""
+    t = text if text.isascii() else unicodedata.normalize("NFKC", text)
+    if _CJK_RE.search(t) is None:
+        # the fast path of the whole package (BM25 indexing tokenizes every chunk)
+        return [w.lower().replace(",", "") for w in _LATIN_TOKEN.findall(t)], False
+    return [t[s:e].lower().replace(",", "") for s, e in token_spans(t)], True
 
 
 def count_tokens(text: str) -> int:
@@ -161,7 +169,14 @@ STOPWORDS_ZH: frozenset[str] = frozenset(
 def match_tokens(text: str) -> list[str]:
     """Tokens for overlap/matching: Latin words plus CJK character bigrams (unigrams for
     isolated characters), lower-cased, stopwords kept."""
-    toks = word_tokens(text)
+    return _match_tokens(text)[0]
+
+
+def _match_tokens(text: str) -> tuple[list[str], bool]:
+    """:func:`match_tokens` and whether the (NFKC) text has CJK characters."""
+    toks, has_cjk = _word_tokens(text)
+    if not has_cjk:
+        return toks, False
     out: list[str] = []
     run: list[str] = []
 
@@ -181,7 +196,7 @@ def match_tokens(text: str) -> list[str]:
             out.append(tok)
     if run:
         flush()
-    return out
+    return out, True
 
 
 def content_tokens(text: str) -> list[str]:
@@ -191,11 +206,14 @@ def content_tokens(text: str) -> list[str]:
 
 @lru_cache(maxsize=8192)
 def _content_tokens(text: str) -> tuple[str, ...]:
+    toks, has_cjk = _match_tokens(text)
+    if not has_cjk:  # no token can be made of Chinese stopwords
+        return tuple(tok for tok in toks if tok not in STOPWORDS_EN)
     # every Chinese stopword is a CJK character, so "all characters are stopwords"
     # implies "all characters are CJK"
     return tuple(
         tok
-        for tok in match_tokens(text)
+        for tok in toks
         if tok not in STOPWORDS_EN and not all(c in STOPWORDS_ZH for c in tok)
     )
 

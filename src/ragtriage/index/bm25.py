@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,10 +28,12 @@ FloatArray = npt.NDArray[np.float32]
 Method = Literal["lucene", "robertson", "atire", "bm25l", "bm25+"]
 
 
+@lru_cache(maxsize=1 << 18)
 def light_stem(word: str) -> str:
     """Strip English plural endings (an "S" stemmer): ``studies``→``study``,
     ``boxes``→``boxe``, ``cats``→``cat``; leaves ``bus``, ``glass``, short words,
-    non-ASCII words and numbers alone."""
+    non-ASCII words and numbers alone. Cached: a corpus repeats its words, and equal
+    stems then share one string object (much less memory for a large index)."""
     if len(word) <= 3 or not word.isascii() or not word.isalpha():
         return word
     if word.endswith("ies") and not word.endswith(("eies", "aies")):
