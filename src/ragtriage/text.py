@@ -212,9 +212,7 @@ def _content_tokens(text: str) -> tuple[str, ...]:
     # every Chinese stopword is a CJK character, so "all characters are stopwords"
     # implies "all characters are CJK"
     return tuple(
-        tok
-        for tok in toks
-        if tok not in STOPWORDS_EN and not all(c in STOPWORDS_ZH for c in tok)
+        tok for tok in toks if tok not in STOPWORDS_EN and not all(c in STOPWORDS_ZH for c in tok)
     )
 
 
