@@ -18,6 +18,7 @@ from ragtriage.diagnosis.facts import (
     extract_quantities,
     quantities_match,
 )
+from ragtriage.text import STOPWORDS_EN as STOPWORDS
 from ragtriage.text import strip_list_marker
 
 
@@ -367,6 +368,28 @@ def test_token_spans_matches_the_per_character_version(text: str) -> None:
     from ragtriage.text import token_spans
 
     assert token_spans(text) == _token_spans_by_chars(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=_ALPHABET + "İ\u0307ﬁｶﾀﾅ,_", max_size=30))
+def test_word_tokens_fast_path_matches_the_span_version(text: str) -> None:
+    """Text without CJK takes a findall fast path; it must give the span-based tokens."""
+    import unicodedata
+
+    from ragtriage.text import content_tokens, match_tokens, token_spans, word_tokens
+
+    t = unicodedata.normalize("NFKC", text)
+    by_spans = [t[s:e].lower().replace(",", "") for s, e in token_spans(t)]
+    assert word_tokens(text) == by_spans
+    if not any(is_cjk_char(c) for c in t):
+        assert match_tokens(text) == by_spans
+        assert content_tokens(text) == [w for w in by_spans if w not in STOPWORDS]
+
+
+def is_cjk_char(c: str) -> bool:
+    from ragtriage.text import is_cjk
+
+    return is_cjk(c)
 
 
 def test_is_cjk_ranges() -> None:
