@@ -72,3 +72,11 @@ def test_config_hash_ignores_secrets() -> None:
     a = PipelineConfig.model_validate({"llm": {"api_key": "one"}})
     b = PipelineConfig.model_validate({"llm": {"api_key": "two"}})
     assert config_hash(a) == config_hash(b)
+
+
+@pytest.mark.parametrize(
+    "path", sorted((Path(__file__).parents[1] / "configs").glob("*.yaml")), ids=lambda p: p.name
+)
+def test_shipped_example_configs_load(path: Path) -> None:
+    cfg = load_config(path, env={})
+    assert cfg.name and config_hash(cfg) == config_hash(load_config(path, env={}))
