@@ -79,6 +79,22 @@ def test_keypoints_decide_completeness() -> None:
     assert judge(gt, "Thanks to new stores.", q, keypoints=kps) is A.POSSIBLE_CORRECT
 
 
+def test_the_right_value_in_a_list_of_candidates_is_only_possibly_correct() -> None:
+    """An answer that lists the right date among several others commits to none of
+    them (an LLM hedging over chunks of several companies); dates that tell the story
+    around the right one do not count as a list."""
+    q = "When did the board of directors change?"
+    listing = "The board changed in November 2017, August 2019, April 2020 and December 2021."
+    assert judge("December 2021", listing, q) is A.POSSIBLE_CORRECT
+    story = "The board changed in December 2021, after the merger of 2019 and the IPO in 2020."
+    assert judge("December 2021", story, q) is A.CORRECT
+    amounts = "Acme paid $10 million, $20 million or $30 million."
+    assert judge("Acme paid $30 million.", amounts, "How much did Acme pay?") is A.POSSIBLE_CORRECT
+    zh = "董事会变更发生在2017年11月、2019年8月、2020年4月和2021年12月。"
+    assert judge("2021年12月", zh, "公司何时变更董事会？") is A.POSSIBLE_CORRECT
+    assert judge("2021年12月", "公司于2021年12月变更董事会。", "公司何时变更董事会？") is A.CORRECT
+
+
 def test_numbered_keypoints_are_facts_not_numbers() -> None:
     """DragonBall numbers its key points ("1. ..."); the "1" is list formatting, so an
     answer stating the fact covers it (English and Chinese)."""

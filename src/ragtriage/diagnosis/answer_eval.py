@@ -207,6 +207,10 @@ class _Values:
     hit: int
     answer: tuple[str, ...]
     contradicted: tuple[str, ...]
+    #: size of the longest plain list of values in the answer ("in May 2019, June 2020
+    #: and March 2021") that holds a ground-truth value among at least two others of
+    #: the same kind; 0 when there is none
+    listed: int = 0
 
 
 def _values(gt: str, answer: str) -> _Values:
@@ -231,12 +235,43 @@ def _values(gt: str, answer: str) -> _Values:
             hit += 1
         elif stray_date:
             contradicted.append(d.raw)
+    # mentions of the ground truth's kinds of value, in order: (start, end, matches gt)
+    marks = [(a.start, a.end, any(dates_match(d, a) for d in gd)) for a in ad] if gd else []
+    units = {q.unit for q in gq}
+    marks += [
+        (a.start, a.end, any(quantities_match(q, a) for q in gq)) for a in aq if a.unit in units
+    ]
     return _Values(
         gt=tuple([q.raw for q in gq] + [d.raw for d in gd]),
         hit=hit,
         answer=tuple([q.raw for q in aq] + [d.raw for d in ad]),
         contradicted=tuple(contradicted),
+        listed=_longest_listing(answer, sorted(marks)),
     )
+
+
+# what may stand between two items of a plain list of values
+_LIST_GAP = re.compile(
+    r"[\s,;/、，；]*(?:(?:and|or|as well as|&|和|及|与|或|以及)[\s,，、]*)?", re.IGNORECASE
+)
+
+
+def _longest_listing(text: str, marks: list[tuple[int, int, bool]]) -> int:
+    """Length of the longest run of value mentions joined only by list separators that
+    holds a ground-truth value and at least two others (0 if none)."""
+    best = 0
+    run: list[bool] = []
+    prev_end = -1
+    for start, end, matches in marks:
+        if start < prev_end:  # overlapping mentions (a date inside a number): skip
+            continue
+        if run and _LIST_GAP.fullmatch(text, prev_end, start) is None:
+            run = []
+        run.append(matches)
+        prev_end = end
+        if any(run) and run.count(False) >= 2:
+            best = max(best, len(run))
+    return best
 
 
 def _overlap(answer: Counter[str], reference: Counter[str]) -> tuple[float, float, float]:
@@ -411,6 +446,11 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
     if _has_cue(ans) and label is AnswerLabel.CORRECT:
         label = AnswerLabel.POSSIBLE_CORRECT
         reasons.append("hedged")
+    # a list of candidates is not an answer: the right date among several others
+    # ("in November 2017, August 2019, ... and December 2021") commits to none of them
+    if label is AnswerLabel.CORRECT and 0 < len(values.gt) <= 2 and values.listed >= 3:
+        label = AnswerLabel.POSSIBLE_CORRECT
+        reasons.append(f"the ground truth's value is one of {values.listed} listed")
     return _judgement(example, label, "; ".join(reasons))
 
 
