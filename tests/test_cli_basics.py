@@ -31,3 +31,21 @@ def test_unknown_schema_kind_exits_2() -> None:
     proc = _run("schema", "bananas")
     assert proc.returncode == 2
     assert "unknown kind" in proc.stderr
+
+
+def test_the_cli_imports_heavy_libraries_only_for_the_commands_that_use_them() -> None:
+    """`ragtriage validate`, `--help` and friends start in a fraction of a second: the
+    SDK, ONNX runtime, bm25s and scikit-learn are imported by the commands that need
+    them (a test of what is imported, not a timing)."""
+    code = (
+        "import sys\n"
+        "from typer.testing import CliRunner\n"
+        "from ragtriage.cli import app\n"
+        "assert CliRunner().invoke(app, ['--help']).exit_code == 0\n"
+        "heavy = ('openai', 'onnxruntime', 'bm25s', 'sklearn', 'aiohttp', 'tokenizers')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "[]", out.stdout

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import typer
 
-from ragtriage.calibrate.agreement import agreement, read_labels, report_json
 from ragtriage.jsonl import atomic_write_text
 from ragtriage.report.terminal import make_console, render_agreement
 from ragtriage.store import DIAGNOSES, read_diagnoses
@@ -30,6 +29,10 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Stage/type agreement, confusion matrices and κ of the judge vs human labels."""
+        # imported here: scikit-learn takes ~1 s to import, and every command pays for
+        # what the CLI module imports at the top
+        from ragtriage.calibrate.agreement import agreement, read_labels, report_json
+
         dpath = diagnoses / DIAGNOSES if diagnoses.is_dir() else diagnoses
         report = agreement(read_diagnoses(dpath), read_labels(labels), labels_file=str(labels))
         render_agreement(report, make_console())

@@ -21,13 +21,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ragtriage.config import PipelineConfig, load_config
 from ragtriage.errors import ConfigError, InputError
 from ragtriage.jsonl import iter_json_lines, read_done_ids, read_records, validation_to_input_error
-from ragtriage.llm import LedgerSummary, LLMRunner, run_sync
 from ragtriage.records import Diagnosis, Trace
 from ragtriage.report.aggregate import summarize
 from ragtriage.report.terminal import render_summary
 
 if TYPE_CHECKING:
     from ragtriage.diagnosis.engine import Diagnoser
+    from ragtriage.llm import LedgerSummary, LLMRunner
 
 __all__ = ["DIAGNOSES_FILE", "read_traces", "register", "resolve_input"]
 
@@ -129,6 +129,8 @@ def _runner(cfg: PipelineConfig, *, dry_run: bool, no_cache: bool, cache: Path |
             "--config",
             field="llm.base_url",
         )
+    from ragtriage.llm import LLMRunner
+
     return LLMRunner.from_config(cfg.llm, cache_path=cache, use_cache=not no_cache, dry_run=dry_run)
 
 
@@ -251,9 +253,10 @@ def register(app: typer.Typer) -> None:
 
         Exit 2 on bad input or configuration.
         """
-        # imported here so that `ragtriage --help` stays fast
+        # imported here so that `ragtriage --help` and the other commands stay fast
         from ragtriage.diagnosis.engine import JUDGES, Diagnoser
         from ragtriage.diagnosis.strategies import STRATEGIES
+        from ragtriage.llm import run_sync
 
         if judge not in JUDGES:
             raise InputError(f"expected one of {', '.join(JUDGES)}", field="--judge")

@@ -7,6 +7,7 @@ import contextlib
 import signal
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -20,9 +21,11 @@ from rich.progress import (
 )
 
 from ragtriage.config import PipelineConfig, load_config
-from ragtriage.data import Dataset, load_dataset, load_demo
 from ragtriage.errors import InputError
-from ragtriage.pipeline import Pipeline, RunSummary, run_dataset
+
+if TYPE_CHECKING:  # the pipeline (ONNX runtime, bm25s, the SDK) is imported on use
+    from ragtriage.data import Dataset
+    from ragtriage.pipeline import RunSummary
 
 __all__ = ["demo_config_path", "register"]
 
@@ -35,6 +38,8 @@ def demo_config_path() -> Path:
 
 
 def _load(data: str | None, demo: bool, fmt: str, language: str | None) -> tuple[Dataset, bool]:
+    from ragtriage.data import load_dataset, load_demo
+
     is_demo = demo or data == "demo"
     if is_demo:
         if data not in (None, "demo"):
@@ -57,6 +62,8 @@ async def _run(
     retry_failed: bool,
     progress: bool,
 ) -> RunSummary:
+    from ragtriage.pipeline import Pipeline, run_dataset
+
     with Progress(
         TextColumn("[bold]indexing[/] (embedding chunks)"),
         BarColumn(),
