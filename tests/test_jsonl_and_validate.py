@@ -62,6 +62,40 @@ def test_invalid_json_and_non_object_lines(tmp_path: Path) -> None:
         validate_file(path, "documents")
 
 
+def test_a_byte_order_mark_is_skipped(tmp_path: Path) -> None:
+    """Windows editors start UTF-8 files with a BOM; files, configs and TSVs still load."""
+    from ragtriage.config import load_config
+    from ragtriage.data import load_clapnq, load_dataset
+
+    bom = "\ufeff"
+    docs = tmp_path / "documents.jsonl"
+    docs.write_text(bom + '{"doc_id": "a", "text": "Acme was founded in 1999."}\n', "utf-8")
+    assert validate_file(docs, detect_kind(docs)) == 1
+    assert [d.doc_id for d in load_dataset(tmp_path).documents] == ["a"]
+    cfg = tmp_path / "p.yaml"
+    cfg.write_text(bom + "name: with-bom\nretrieval: {mode: bm25}\n", "utf-8")
+    assert load_config(cfg, env={}).retrieval.mode == "bm25"
+    toml = tmp_path / "p.toml"
+    toml.write_text(bom + 'name = "with-bom"\n', "utf-8")
+    assert load_config(toml, env={}).name == "with-bom"
+    passages = tmp_path / "passages.tsv"
+    passages.write_text(bom + "id\ttext\ttitle\n7\tAcme was founded in 1999.\tAcme\n", "utf-8")
+    qs = tmp_path / "q.jsonl"
+    qs.write_text(
+        json.dumps(
+            {
+                "id": "q",
+                "input": "when was acme founded",
+                "passages": [{"title": "Acme", "text": "Acme was founded in 1999."}],
+                "output": [{"answer": "In 1999.", "selected_sentences": []}],
+            }
+        )
+        + "\n",
+        "utf-8",
+    )
+    assert load_clapnq(questions=qs, passages=passages).examples[0].doc_ids == ["7"]
+
+
 def test_missing_file_is_input_error(tmp_path: Path) -> None:
     proc = _ragtriage("validate", str(tmp_path / "nope.jsonl"), "--kind", "documents")
     assert proc.returncode == 2

@@ -198,7 +198,7 @@ def load_mapping(path: str | Path) -> dict[str, Any]:
     """Read a YAML (.yaml/.yml) or TOML (.toml) file into a dict."""
     p = Path(path)
     try:
-        raw = p.read_text(encoding="utf-8")
+        raw = p.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise ConfigError(f"cannot read config: {exc.strerror}", path=str(p)) from exc
     try:

@@ -31,10 +31,13 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def iter_json_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line_number, object)`` for each non-blank line; errors name file:line."""
+    """Yield ``(line_number, object)`` for each non-blank line; errors name file:line.
+
+    A UTF-8 byte-order mark at the start of the file (Windows editors write one) is
+    skipped."""
     p = Path(path)
     try:
-        fh = p.open("r", encoding="utf-8")
+        fh = p.open("r", encoding="utf-8-sig")
     except OSError as exc:
         raise InputError(f"cannot open file: {exc.strerror}", path=str(p)) from exc
     with fh:
@@ -142,7 +145,7 @@ def read_done_ids(path: str | Path, key: str) -> set[str]:
         return set()
     done: set[str] = set()
     good: list[str] = []
-    with p.open("r", encoding="utf-8", errors="replace") as fh:
+    with p.open("r", encoding="utf-8-sig", errors="replace") as fh:
         for line in fh:
             if not line.endswith("\n"):
                 break

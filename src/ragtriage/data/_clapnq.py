@@ -131,7 +131,7 @@ def _tsv_rows(
     path: Path, required: Sequence[str] = ("id", "text"), what: str = "'id' and 'text'"
 ) -> Iterator[tuple[int, dict[str, str]]]:
     try:
-        fh = path.open("r", encoding="utf-8", newline="")
+        fh = path.open("r", encoding="utf-8-sig", newline="")
     except OSError as exc:
         raise InputError(f"cannot open file: {exc.strerror}", path=str(path)) from exc
     with fh:

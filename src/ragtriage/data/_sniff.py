@@ -59,7 +59,7 @@ def sniff_file(path: str | Path) -> str | None:
     """
     p = Path(path)
     try:
-        with p.open("r", encoding="utf-8", errors="replace") as fh:
+        with p.open("r", encoding="utf-8-sig", errors="replace") as fh:
             while True:
                 line = fh.readline(_SNIFF_BYTES)
                 if not line:
