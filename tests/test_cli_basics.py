@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from ragtriage import __version__
 
@@ -49,3 +50,18 @@ def test_the_cli_imports_heavy_libraries_only_for_the_commands_that_use_them() -
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_an_unusable_output_path_is_a_clear_error_not_a_traceback(tmp_path: Path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("x", encoding="utf-8")
+    for out in (afile, afile / "sub"):
+        done = subprocess.run(
+            [sys.executable, "-m", "ragtriage", "schema", "all", "--out", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith(f"error: {out}: "), done.stderr
+        assert "Traceback" not in done.stderr

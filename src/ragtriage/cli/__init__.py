@@ -6,6 +6,7 @@ Each command lives in its own module under ``ragtriage.cli`` and exposes
 
 from __future__ import annotations
 
+import errno
 import importlib
 import sys
 
@@ -58,7 +59,8 @@ for _name in COMMAND_MODULES:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: maps InputError to exit code 2, other ragtriage errors to 1."""
+    """Entry point: maps InputError (and unusable paths) to exit code 2, other ragtriage
+    errors to 1, without a traceback."""
     try:
         app(args=argv, standalone_mode=True)
     except InputError as exc:
@@ -67,3 +69,17 @@ def main(argv: list[str] | None = None) -> None:
     except RagtriageError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(1)
+    except OSError as exc:
+        # an output path that is a file where a directory is needed (or the reverse), a
+        # missing parent, no permission: the user's path, so exit 2 like bad input; a
+        # full disk or an I/O error is exit 1
+        # os.replace(tmp, dest) of an atomic write names the destination second
+        path = exc.filename2 or exc.filename
+        where = f"{path}: " if path else ""
+        typer.echo(f"error: {where}{exc.strerror or exc}", err=True)
+        sys.exit(2 if exc.errno in _PATH_ERRNOS else 1)
+
+
+_PATH_ERRNOS = frozenset(
+    {errno.EEXIST, errno.ENOTDIR, errno.EISDIR, errno.ENOENT, errno.EACCES, errno.EROFS}
+)
