@@ -26,7 +26,7 @@ from ragtriage.data import Dataset
 from ragtriage.errors import ConfigError, LLMResponseError, StoreError
 from ragtriage.formats import validate_file
 from ragtriage.llm import ChatRequest, LLMRunner, ScriptedLLM
-from ragtriage.pipeline import Pipeline, run_dataset, stage_timings
+from ragtriage.pipeline import Pipeline, corpus_hash, run_dataset, stage_timings
 from ragtriage.query_transforms import (
     LLMQueryTransformer,
     fuse_hits,
@@ -412,6 +412,7 @@ async def test_run_dataset_writes_valid_traces_and_manifest(tmp_path: Path) -> N
         "examples": 5,
         "chunks": len(_pipeline().chunks),
         "prechunked": False,
+        "corpus_hash": corpus_hash(_pipeline().chunks),
     }
     assert manifest["examples"]["done"] == 5 and manifest["examples"]["failed"] == 0
     timings = manifest["timings"]

@@ -321,3 +321,73 @@ def test_cli_run_exits_1_when_every_example_failed(
     assert res.exit_code == 1, res.output
     assert "0 done, 3 failed" in res.output
     assert validate_file(tmp_path / "r" / "traces.jsonl", "traces") == 3
+
+
+def test_a_run_directory_keeps_to_one_run(dataset: tuple[Path, Path], tmp_path: Path) -> None:
+    """Diagnoses and reports belong to the traces beside them: --overwrite removes what
+    the old traces gave, diagnose refuses another run's diagnoses.jsonl, report refuses
+    another run's --diagnoses, and a run directory does not resume over another corpus."""
+    from ragtriage.cli import main
+
+    data, cfg = dataset
+    runner = CliRunner()
+    run = tmp_path / "run"
+    base = ["run", "-d", str(data), "-c", str(cfg), "-o", str(run), "--no-progress"]
+    assert runner.invoke(app, base).exit_code == 0
+    assert runner.invoke(app, ["diagnose", str(run), "--no-progress"]).exit_code == 0
+    assert runner.invoke(app, ["report", str(run)]).exit_code == 0
+    old = run / "diagnoses.jsonl"
+    kept = tmp_path / "old_diagnoses.jsonl"
+    kept.write_bytes(old.read_bytes())
+
+    again = runner.invoke(app, [*base, "--overwrite"])
+    assert again.exit_code == 0, again.output
+    assert not old.exists() and not (run / "report.html").exists()
+
+    # a diagnoses.jsonl of the earlier run (same examples, another run id) is refused
+    old.write_bytes(kept.read_bytes())
+    with pytest.raises(SystemExit) as exc:
+        main(["diagnose", str(run), "--no-progress"])
+    assert exc.value.code == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["report", str(run), "--diagnoses", str(kept)])
+    assert exc.value.code == 2
+    fresh = runner.invoke(app, ["diagnose", str(run), "--no-progress", "--overwrite"])
+    assert fresh.exit_code == 0 and "3 new, 3 total" in fresh.output
+    assert runner.invoke(app, ["report", str(run)]).exit_code == 0
+
+    # the same directory with another corpus: refused, not mixed
+    other = tmp_path / "other"
+    other.mkdir()
+    write_jsonl(other / "documents.jsonl", [DOCS[0]])
+    write_jsonl(other / "examples.jsonl", [EXAMPLES[0].model_copy(update={"example_id": "z"})])
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "-d", str(other), "-c", str(cfg), "-o", str(run), "--no-progress"])
+    assert exc.value.code == 1
+    assert validate_file(run / "traces.jsonl", "traces") == 3
+
+
+def test_nothing_to_run_is_an_error_and_duplicate_traces_too(
+    dataset: tuple[Path, Path], tmp_path: Path
+) -> None:
+    from ragtriage.cli import main
+
+    data, cfg = dataset
+    (data / "examples.jsonl").write_text("", encoding="utf-8")
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "-d", str(data), "-c", str(cfg), "-o", str(tmp_path / "o"), "--no-progress"])
+    assert exc.value.code == 2
+    assert not (tmp_path / "o").exists()
+    write_jsonl(data / "examples.jsonl", EXAMPLES)
+    run = tmp_path / "run"
+    ok = CliRunner().invoke(
+        app, ["run", "-d", str(data), "-c", str(cfg), "-o", str(run), "--no-progress"]
+    )
+    assert ok.exit_code == 0
+    traces = run / "traces.jsonl"
+    first = traces.read_text(encoding="utf-8").splitlines(keepends=True)[0]
+    with traces.open("a", encoding="utf-8") as fh:
+        fh.write(first)
+    with pytest.raises(SystemExit) as exc:
+        main(["eval-retrieval", str(run)])
+    assert exc.value.code == 2

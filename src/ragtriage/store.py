@@ -217,6 +217,7 @@ def load_run_dir(
             path=str(dpath),
         )
     diagnoses = tuple(read_diagnoses(dpath)) if has_diagnoses else ()
+    _check_diagnoses_match(dpath, diagnoses, traces)
     created = manifest.get("created_at") or datetime.fromtimestamp(
         manifest_path.stat().st_mtime, tz=UTC
     ).isoformat(timespec="seconds")
@@ -233,6 +234,31 @@ def load_run_dir(
         source=str(root.resolve()),
         has_diagnoses=has_diagnoses,
     )
+
+
+def _check_diagnoses_match(
+    dpath: Path, diagnoses: Sequence[Diagnosis], traces: Sequence[Trace]
+) -> None:
+    """Diagnoses of another run (another run id, or examples this run does not have)
+    would be reported as this run's: refuse them."""
+    by_example = {t.example.example_id: t.run_id for t in traces}
+    for d in diagnoses:
+        if d.example_id not in by_example:
+            raise InputError(
+                f"diagnosis of example {d.example_id!r}, which this run's traces do not "
+                "have: these diagnoses belong to another run (run `ragtriage diagnose` "
+                "on this run)",
+                path=str(dpath),
+                field="example_id",
+            )
+        run_id = by_example[d.example_id]
+        if d.run_id and run_id and d.run_id != run_id:
+            raise InputError(
+                f"diagnoses of run {d.run_id!r}, but the traces are run {run_id!r} "
+                "(re-run `ragtriage diagnose --overwrite` on this run)",
+                path=str(dpath),
+                field="run_id",
+            )
 
 
 def _content_hash(run: RunData) -> str:

@@ -106,6 +106,25 @@ class _Appender:
             self._fh.close()
 
 
+def _check_same_run(out_path: Path, traces: list[Trace]) -> None:
+    """Resuming is only for diagnoses of these traces: a file left by another run (say
+    the run directory was re-run with --overwrite) would pass its diagnoses off as this
+    run's."""
+    run_ids = {t.run_id for t in traces}
+    for lineno, obj in iter_json_lines(out_path):
+        rid = obj.get("run_id")
+        if isinstance(rid, str) and rid and rid not in run_ids:
+            shown = ", ".join(sorted(repr(r) for r in run_ids if r)) or "none"
+            raise InputError(
+                f"holds diagnoses of run {rid!r} but the traces are run {shown}; pass "
+                "--overwrite to diagnose this run afresh, or another --out",
+                path=str(out_path),
+                line=lineno,
+                field="run_id",
+            )
+        return  # one line tells: a file holds one run's diagnoses
+
+
 def _config(
     config: Path | None, base_url: str | None, model: str | None, k: int | None
 ) -> PipelineConfig:
@@ -248,6 +267,11 @@ def register(app: typer.Typer) -> None:
         progress: bool = typer.Option(
             True, "--progress/--no-progress", help="Show a progress bar on stderr."
         ),
+        overwrite: bool = typer.Option(
+            False,
+            "--overwrite",
+            help="Start afresh: replace diagnoses.jsonl instead of resuming it.",
+        ),
     ) -> None:
         """Diagnose why answers are wrong: stage, error type (K votes) and advice.
 
@@ -274,6 +298,10 @@ def register(app: typer.Typer) -> None:
             traces = read_traces(traces_path)
             out_dir = out if out is not None else default_out
             out_path = out_dir / DIAGNOSES_FILE
+            if overwrite and not dry_run:
+                out_path.unlink(missing_ok=True)
+            if out_path.exists():
+                _check_same_run(out_path, traces)
             done = read_done_ids(out_path, "example_id") if out_path.exists() else set()
             todo = [t for t in traces if t.example.example_id not in done]
             if done:

@@ -20,7 +20,7 @@ from rich.table import Table
 
 from ragtriage.errors import InputError
 from ragtriage.groundtruth import gt_chunks_from_references
-from ragtriage.jsonl import atomic_write_text, read_records
+from ragtriage.jsonl import atomic_write_text
 from ragtriage.metrics import evaluate, parse_metric
 from ragtriage.records import Trace
 
@@ -102,7 +102,9 @@ def _read_traces(path: Path) -> list[Trace]:
         raise InputError(
             "no traces.jsonl here (pass a run directory or a traces file)", path=str(file)
         )
-    return list(read_records(file, Trace))
+    from ragtriage.cli.diagnose import read_traces  # duplicate example ids are errors
+
+    return read_traces(file)
 
 
 def _fmt(cell: dict[str, Any]) -> str:

@@ -64,6 +64,13 @@ async def _run(
 ) -> RunSummary:
     from ragtriage.pipeline import Pipeline, run_dataset
 
+    if not dataset.examples:
+        # checked before the (slow) indexing; --language may have dropped them all
+        raise InputError(
+            f"dataset {dataset.name!r} has no examples to run (none in its files, or none "
+            "in the language asked for)",
+            field="--data",
+        )
     with Progress(
         TextColumn("[bold]indexing[/] (embedding chunks)"),
         BarColumn(),
