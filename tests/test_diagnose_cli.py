@@ -171,3 +171,33 @@ def test_duplicate_example_ids_are_rejected(
     run = _run_dir(tmp_path, [t, t.model_copy(update={"trace_id": "other"})])
     assert _cli("diagnose", str(run), "--no-progress") == 2
     assert "duplicate example id 'same'" in capsys.readouterr().err
+
+
+def test_an_unreachable_llm_endpoint_exits_1_and_the_examples_can_be_retried(
+    llm_server: LocalLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    cfg = tmp_path / "llm.yaml"
+    cfg.write_text("llm: {max_retries: 0, timeout_s: 5}\n", encoding="utf-8")
+    run = _run_dir(tmp_path)
+    cache = str(tmp_path / "cache.sqlite")
+    common = ["--judge", "llm", "--model", "m", "--cache", cache, "--no-progress"]
+    down = ["diagnose", str(run), *common, "--config", str(cfg)]
+    assert _cli(*down, "--base-url", f"http://127.0.0.1:{port}/v1") == 1
+    assert "LLM request(s) failed" in capsys.readouterr().err
+    path = run / "diagnoses.jsonl"
+    assert all(d.undetermined for d in read_records(path, Diagnosis))
+    # the endpoint is back: a plain resume keeps the undetermined ones ...
+    llm_server.behaviour.reply = server_reply(judge_reply(correct_if="1999"))  # type: ignore[assignment]
+    assert _cli(*down, "--base-url", llm_server.base_url) == 0
+    assert llm_server.chat_requests == 0
+    # ... and --retry-undetermined diagnoses them again
+    assert _cli(*down, "--base-url", llm_server.base_url, "--retry-undetermined") == 0
+    assert llm_server.chat_requests > 0
+    redone = {d.example_id: d for d in read_records(path, Diagnosis)}
+    assert sorted(redone) == ["gen", "ok", "ret"]
+    assert redone["ret"].stage is Stage.RETRIEVAL and not redone["ret"].undetermined

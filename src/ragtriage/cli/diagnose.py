@@ -8,6 +8,7 @@ nothing.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from types import TracebackType
@@ -20,7 +21,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ragtriage.config import PipelineConfig, load_config
 from ragtriage.errors import ConfigError, InputError
-from ragtriage.jsonl import iter_json_lines, read_done_ids, read_records, validation_to_input_error
+from ragtriage.jsonl import (
+    atomic_write_text,
+    iter_json_lines,
+    read_done_ids,
+    read_records,
+    validation_to_input_error,
+)
 from ragtriage.records import Diagnosis, Trace
 from ragtriage.report.aggregate import summarize
 from ragtriage.report.terminal import render_summary
@@ -104,6 +111,39 @@ class _Appender:
             self.sync()
         finally:
             self._fh.close()
+
+
+def _drop_undetermined(out_path: Path) -> None:
+    """Rewrite ``out_path`` without its undetermined diagnoses (they are redone)."""
+    kept: list[str] = []
+    dropped = 0
+    with out_path.open("r", encoding="utf-8-sig") as fh:
+        for line in fh:
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                kept.append(line)  # left for the resume logic to judge
+                continue
+            if isinstance(obj, dict) and obj.get("undetermined") is True:
+                dropped += 1
+            else:
+                kept.append(line if line.endswith("\n") else line + "\n")
+    if dropped:
+        atomic_write_text(out_path, "".join(kept))
+
+
+def _check_llm_reached(ledger: LedgerSummary) -> None:
+    """Exit 1 when the LLM judge never got an answer: every request failed (endpoint
+    down, wrong URL or key) and nothing came from the cache. The diagnoses written are
+    undetermined; ``--retry-undetermined`` redoes them once the endpoint is back."""
+    total = ledger.total
+    if total.requests and total.failures == total.requests and not total.cache_hits:
+        typer.echo(
+            f"error: all {total.requests} LLM request(s) failed ({total.timeouts} timed "
+            "out); check llm.base_url / the endpoint, then rerun with --retry-undetermined",
+            err=True,
+        )
+        raise typer.Exit(1)
 
 
 def _check_same_run(out_path: Path, traces: list[Trace]) -> None:
@@ -272,6 +312,12 @@ def register(app: typer.Typer) -> None:
             "--overwrite",
             help="Start afresh: replace diagnoses.jsonl instead of resuming it.",
         ),
+        retry_undetermined: bool = typer.Option(
+            False,
+            "--retry-undetermined",
+            help="When resuming, diagnose again the examples left undetermined (e.g. the "
+            "LLM endpoint was down); answers already paid for come from the cache.",
+        ),
     ) -> None:
         """Diagnose why answers are wrong: stage, error type (K votes) and advice.
 
@@ -302,6 +348,8 @@ def register(app: typer.Typer) -> None:
                 out_path.unlink(missing_ok=True)
             if out_path.exists():
                 _check_same_run(out_path, traces)
+                if retry_undetermined and not dry_run:
+                    _drop_undetermined(out_path)
             done = read_done_ids(out_path, "example_id") if out_path.exists() else set()
             todo = [t for t in traces if t.example.example_id not in done]
             if done:
@@ -347,6 +395,8 @@ def register(app: typer.Typer) -> None:
             if runner is not None:
                 _print_ledger(console, runner.ledger.summary(), estimate=False)
             console.print(f"wrote {out_path} ({len(todo)} new, {len(diagnoses)} total)")
+            if runner is not None:
+                _check_llm_reached(runner.ledger.summary())
         finally:
             if runner is not None:
                 runner.close()  # the cache; the HTTP pool was closed on its own loop
