@@ -349,3 +349,23 @@ async def test_rules_judge_in_worker_processes_gives_identical_results() -> None
     assert [d.to_json() for d in parallel] == [d.to_json() for d in serial]
     assert sorted(seen) == sorted(t.example.example_id for t in traces)
     assert any(d.needs_diagnosis for d in serial) and any(not d.needs_diagnosis for d in serial)
+
+
+@pytest.mark.parametrize("strategy", ["ragec", "single-step", "stage-sequential"])
+async def test_no_identifiable_ground_truth_chunk_is_undetermined_not_generation(
+    strategy: str,
+) -> None:
+    """A user trace that carries no chunks of the ground-truth documents leaves nothing
+    for the cascade to follow: the stage is undetermined (with the reason), not a guess
+    at generation. An unanswerable question still goes to generation."""
+    bare = make_trace(references=REF).model_copy(update={"gt_doc_chunks": ()})
+    d = await Diagnoser("rules", strategy).diagnose(bare)  # type: ignore[arg-type]
+    _check(d)
+    assert d.answer_label is AnswerLabel.INCORRECT and d.needs_diagnosis
+    assert d.undetermined and d.stage is None and d.error_type is None
+    assert d.undetermined_reason is not None
+    assert "no ground-truth chunk could be identified" in d.undetermined_reason
+    assert "no ground-truth document chunks" in d.undetermined_reason
+    unanswerable = make_trace(gt_answer="", answerable=False, answer="It was 1999.")
+    u = await Diagnoser("rules", strategy).diagnose(unanswerable)  # type: ignore[arg-type]
+    assert u.stage is Stage.GENERATION, u.undetermined_reason

@@ -159,6 +159,24 @@ def _require_calls(env: StrategyEnv) -> LLMCalls:
     return env.calls
 
 
+def _without_gt(trace: Trace, gt: GTChunks) -> Attribution | None:
+    """An answerable question whose ground-truth chunks cannot be found (no chunks of
+    its documents in the trace, references that match nothing) gives the cascade
+    nothing to follow: no stage can be blamed on evidence, so the step is undetermined
+    (blaming generation would be a guess). Unanswerable questions go on: the generator
+    should have declined."""
+    if gt.ids or not trace.example.answerable:
+        return None
+    return Attribution(
+        None,
+        f"stage_attribution: no ground-truth chunk could be identified ({gt.reason})",
+        (),
+        (f"ground-truth chunks: none ({gt.reason})",),
+        gt,
+        None,
+    )
+
+
 # -- ragec ----------------------------------------------------------------------------
 
 
@@ -167,6 +185,9 @@ async def _ragec(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribut
     llm = env.judge == "llm"
     calls = _require_calls(env) if llm else None
     gt = await determine_gt_chunks(trace, cfg, calls, use_given=env.options.gt_from_data or not llm)
+    missing = _without_gt(trace, gt)
+    if missing is not None:
+        return missing
     flow = gt_flow(trace, gt.ids)
     call = stage_from_flow(flow, cfg)
     cov: ConceptCoverage | None = None
@@ -246,6 +267,9 @@ async def _single_step(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> At
             evidence.append(f"LLM type judge: request failed: {failures[0].reason}")
         return _by_mode(tuple(votes), evidence, None, None)
     gt = await determine_gt_chunks(trace, cfg, None)
+    missing = _without_gt(trace, gt)
+    if missing is not None:
+        return missing
     cov = rules_concept_coverage(trace, gt.ids)
     base = _context(trace, Stage.GENERATION, label, gt, cov, cfg)
     scores, lines = _pooled_scores([replace(base, stage=s) for s in Stage])
@@ -282,6 +306,9 @@ async def _stage_sequential(env: StrategyEnv, trace: Trace, label: AnswerLabel) 
     if env.judge == "llm":
         return await _stage_sequential_llm(env, trace, label)
     gt = await determine_gt_chunks(trace, cfg, None)
+    missing = _without_gt(trace, gt)
+    if missing is not None:
+        return missing
     cov = rules_concept_coverage(trace, gt.ids)
     base = _context(trace, Stage.GENERATION, label, gt, cov, cfg)
     evidence = _gt_evidence(gt, cov)
