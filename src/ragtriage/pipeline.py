@@ -23,6 +23,7 @@ import hashlib
 import importlib.metadata
 import json
 import platform
+import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -746,9 +747,11 @@ async def run_dataset(
 
 
 def _new_run_id(name: str, created_at: str) -> str:
-    """``NAME-YYYYmmddTHHMMSSZ``: readable and unique per directory and start time."""
+    """``NAME-YYYYmmddTHHMMSSZ-xxxx``: readable, and unique even for two runs started
+    in the same second in one directory (``run --overwrite`` twice in a row): the run id
+    is what ties diagnoses to their traces."""
     stamp = "".join(ch for ch in created_at[:19] if ch.isdigit() or ch == "T")
-    return f"{name}-{stamp}Z"
+    return f"{name}-{stamp}Z-{secrets.token_hex(2)}"
 
 
 def _now() -> str:
