@@ -201,3 +201,21 @@ def test_an_unreachable_llm_endpoint_exits_1_and_the_examples_can_be_retried(
     redone = {d.example_id: d for d in read_records(path, Diagnosis)}
     assert sorted(redone) == ["gen", "ok", "ret"]
     assert redone["ret"].stage is Stage.RETRIEVAL and not redone["ret"].undetermined
+
+
+def test_resume_keeps_the_lines_after_a_corrupt_one_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = _run_dir(tmp_path)
+    assert _cli("diagnose", str(run), "--no-progress") == 0
+    path = run / "diagnoses.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    broken_id = json.loads(lines[1])["example_id"]
+    path.write_text(lines[0] + '{"broken": \n' + lines[2], encoding="utf-8")
+    capsys.readouterr()
+    assert _cli("diagnose", str(run), "--no-progress") == 0
+    out = capsys.readouterr().out
+    assert "dropped 1 unreadable line(s)" in out and "(line 2)" in out
+    assert "1 new, 3 total" in out
+    ids = [d.example_id for d in read_records(path, Diagnosis)]
+    assert sorted(ids) == ["gen", "ok", "ret"] and ids[-1] == broken_id

@@ -11,7 +11,15 @@ from hypothesis import strategies as st
 
 from ragtriage.errors import InputError
 from ragtriage.formats import KINDS, detect_kind, json_schema, validate_file
-from ragtriage.jsonl import append_jsonl, read_done_ids, read_records, write_jsonl
+from ragtriage.jsonl import (
+    DoneScan,
+    append_jsonl,
+    iter_json_lines,
+    read_done_ids,
+    read_records,
+    scan_done_ids,
+    write_jsonl,
+)
 from ragtriage.records import Document, Example
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,6 +128,121 @@ def test_resumable_append_drops_torn_tail(tmp_path: Path) -> None:
     append_jsonl(path, {"trace_id": "t3"})
     lines = path.read_text(encoding="utf-8").splitlines()
     assert [json.loads(x)["trace_id"] for x in lines] == ["t0", "t1", "t2", "t3"]
+
+
+def _padded_line(i: int) -> bytes:
+    """One ~200-byte JSONL record."""
+    return json.dumps({"doc_id": f"d{i}", "text": "x" * 170}).encode() + b"\n"
+
+
+def test_a_bad_byte_deep_in_a_large_file_names_its_exact_line(tmp_path: Path) -> None:
+    lines = [_padded_line(i) for i in range(200)]
+    lines[149] = lines[149].replace(b"xxxx", b"x\xffxx", 1)  # line 150, ~30 KB in
+    path = tmp_path / "documents.jsonl"
+    path.write_bytes(b"".join(lines))
+    with pytest.raises(InputError, match=r"not valid UTF-8 \(invalid start byte\)") as info:
+        list(iter_json_lines(path))
+    assert (info.value.path, info.value.line) == (str(path), 150)
+    # with a BOM in front, line numbers do not move; a BOM later on is not skipped
+    path.write_bytes(b"\xef\xbb\xbf" + b"".join(lines))
+    with pytest.raises(InputError) as info:
+        list(iter_json_lines(path))
+    assert info.value.line == 150
+    path.write_bytes(_padded_line(0) + b"\xef\xbb\xbf" + _padded_line(1))
+    with pytest.raises(InputError, match="not valid JSON") as info:
+        list(iter_json_lines(path))
+    assert info.value.line == 2
+
+
+def test_line_numbers_follow_crlf_and_lone_cr_breaks(tmp_path: Path) -> None:
+    """Lines break at LF, CRLF and a lone CR, as in text mode."""
+    path = tmp_path / "documents.jsonl"
+    path.write_bytes(b'{"doc_id": "a"}\r\n\r\n{"doc_id": "b"}\r{"doc_id": "c"}\n{"doc_id": "d"}\r')
+    assert [(n, o["doc_id"]) for n, o in iter_json_lines(path)] == [
+        (1, "a"),
+        (3, "b"),
+        (4, "c"),
+        (5, "d"),
+    ]
+    path.write_bytes(b'{"doc_id": "a"}\r{"doc_id": "b"}\r{"doc_id": "\xff"}\n')
+    with pytest.raises(InputError, match="UTF-8") as info:
+        list(iter_json_lines(path))
+    assert info.value.line == 3
+
+
+def test_json_error_message_names_the_column_once(tmp_path: Path) -> None:
+    path = tmp_path / "documents.jsonl"
+    path.write_text('{"doc_id": "d"}\n{"doc_id": "d2", "text": "a\tb"}\n', encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        list(iter_json_lines(path))
+    assert info.value.line == 2
+    assert info.value.message == "not valid JSON: Invalid control character at column 28"
+    path.write_text('{"doc_id": }\n', encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        list(iter_json_lines(path))
+    assert info.value.message == "not valid JSON: Expecting value at column 12"
+
+
+def test_resume_keeps_valid_lines_after_a_corrupt_middle_line(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    good = [json.dumps({"trace_id": f"t{i}"}).encode() + b"\n" for i in range(6)]
+    path.write_bytes(
+        b"".join(good[:2])
+        + b'{"trace_id": "lost", "ans\n'  # line 3: torn by an old crash, then appended to
+        + good[2]
+        + b'{"trace_id": "\xff"}\n'  # line 5: not UTF-8
+        + b"\n"  # line 6: blank, harmless
+        + good[3]
+        + b'{"no_id": 1}\n'  # line 8: no id
+        + b"".join(good[4:])
+        + b'{"trace_id": "t6", "ans'  # line 11: torn last line
+    )
+    scan = scan_done_ids(path, "trace_id")
+    assert scan == DoneScan(
+        ids=frozenset({f"t{i}" for i in range(6)}),
+        dropped_lines=(3, 5, 8, 11),
+        corrupt_lines=(3, 5, 8),
+    )
+    assert path.read_bytes() == b"".join(good[:3]) + b"\n" + b"".join(good[3:])
+    assert read_done_ids(path, "trace_id") == {f"t{i}" for i in range(6)}
+    append_jsonl(path, {"trace_id": "t6"})
+    assert [o["trace_id"] for _, o in iter_json_lines(path)] == [f"t{i}" for i in range(7)]
+
+
+def test_resume_drops_only_a_torn_last_line_without_reporting_it(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    for i in range(3):
+        append_jsonl(path, {"trace_id": f"t{i}"})
+    with path.open("ab") as fh:
+        fh.write(b'{"trace_id": "t3", "answ\n\n')  # invalid last line, blank lines after it
+    scan = scan_done_ids(path, "trace_id")
+    assert scan.ids == {"t0", "t1", "t2"}
+    assert (scan.dropped_lines, scan.corrupt_lines) == ((4,), ())
+    assert [o["trace_id"] for _, o in iter_json_lines(path)] == ["t0", "t1", "t2"]
+
+
+def test_resume_leaves_an_intact_file_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    body = b"\xef\xbb\xbf" + b"".join(
+        json.dumps({"trace_id": f"t{i}"}).encode() + b"\n" for i in range(3)
+    )
+    path.write_bytes(body)
+    before = path.stat()
+    scan = scan_done_ids(path, "trace_id")
+    assert scan == DoneScan(ids=frozenset({"t0", "t1", "t2"}))  # the BOM line counts
+    after = path.stat()
+    assert path.read_bytes() == body
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert scan_done_ids(tmp_path / "missing.jsonl", "trace_id") == DoneScan(frozenset())
+    assert not (tmp_path / "missing.jsonl").exists()
+
+
+def test_resume_keeps_a_complete_last_line_missing_its_newline(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    path.write_bytes(b'{"trace_id": "t0"}\n{"trace_id": "t1"}')
+    assert scan_done_ids(path, "trace_id") == DoneScan(ids=frozenset({"t0", "t1"}))
+    append_jsonl(path, {"trace_id": "t2"})
+    assert [o["trace_id"] for _, o in iter_json_lines(path)] == ["t0", "t1", "t2"]
 
 
 def test_committed_schemas_match_the_records() -> None:

@@ -10,63 +10,97 @@ import json
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from ragtriage.errors import InputError
 
 __all__ = [
+    "DoneScan",
     "append_jsonl",
     "atomic_write_text",
     "iter_json_lines",
     "read_done_ids",
     "read_records",
+    "scan_done_ids",
     "validation_to_input_error",
     "write_jsonl",
 ]
 
 M = TypeVar("M", bound=BaseModel)
 
+_BOM = b"\xef\xbb\xbf"
+
+
+def _json_error_message(exc: json.JSONDecodeError) -> str:
+    # json's messages for some errors end in "at" ("Invalid control character at"):
+    # drop it so the location reads once, "... at column 12".
+    return f"not valid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}"
+
+
+def _parse_line(text: str, path: str, lineno: int) -> dict[str, Any] | None:
+    """The JSON object on one line, or None for a blank line; errors name path:line."""
+    if not text.strip():
+        return None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(_json_error_message(exc), path=path, line=lineno) from exc
+    except (ValueError, RecursionError) as exc:  # huge integers, absurd nesting
+        raise InputError(f"not valid JSON: {exc}", path=path, line=lineno) from exc
+    if not isinstance(obj, dict):
+        raise InputError(
+            f"expected a JSON object, got {type(obj).__name__}", path=path, line=lineno
+        )
+    return obj
+
 
 def iter_json_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for each non-blank line; errors name file:line.
 
-    A UTF-8 byte-order mark at the start of the file (Windows editors write one) is
-    skipped."""
+    The file is read as bytes and each line decoded on its own, so a byte that is not
+    UTF-8 is reported on its exact line. A UTF-8 byte-order mark at the very start of
+    the file (Windows editors write one) is skipped. Line breaks are LF, CRLF and a
+    lone CR, as in Python's text mode."""
     p = Path(path)
+    name = str(p)
     try:
-        fh = p.open("r", encoding="utf-8-sig")
+        fh = p.open("rb")
     except OSError as exc:
-        raise InputError(f"cannot open file: {exc.strerror}", path=str(p)) from exc
+        raise InputError(f"cannot open file: {exc.strerror}", path=name) from exc
     with fh:
         lineno = 0
-        while True:
-            try:
-                line = fh.readline()
-            except UnicodeDecodeError as exc:
-                raise InputError(
-                    f"not valid UTF-8 ({exc.reason})", path=str(p), line=lineno + 1
-                ) from exc
-            if not line:
-                break
+        for raw in fh:
+            if lineno == 0 and raw.startswith(_BOM):
+                raw = raw[len(_BOM) :]
             lineno += 1
-            if not line.strip():
-                continue
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                # a lone CR before the bad byte is a line break too
+                bad_line = lineno + raw.count(b"\r", 0, exc.start)
                 raise InputError(
-                    f"not valid JSON: {exc.msg} at column {exc.colno}", path=str(p), line=lineno
+                    f"not valid UTF-8 ({exc.reason})", path=name, line=bad_line
                 ) from exc
-            except (ValueError, RecursionError) as exc:  # huge integers, absurd nesting
-                raise InputError(f"not valid JSON: {exc}", path=str(p), line=lineno) from exc
-            if not isinstance(obj, dict):
-                raise InputError(
-                    f"expected a JSON object, got {type(obj).__name__}", path=str(p), line=lineno
-                )
-            yield lineno, obj
+            cr = text.find("\r")
+            if cr == -1 or text[cr + 1 :] in ("\n", ""):  # no CR, or only at the end
+                obj = _parse_line(text, name, lineno)
+                if obj is not None:
+                    yield lineno, obj
+                continue
+            # rare: lone CRs split this chunk into several lines (old Mac line endings)
+            parts = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+            if parts[-1] == "":
+                parts.pop()
+            for i, part in enumerate(parts):
+                obj = _parse_line(part, name, lineno + i)
+                if obj is not None:
+                    yield lineno + i, obj
+            lineno += len(parts) - 1
 
 
 def validation_to_input_error(
@@ -76,7 +110,8 @@ def validation_to_input_error(
     err = exc.errors()[0]
     field = ".".join(str(x) for x in err["loc"]) or None
     got = err.get("input")
-    detail = err["msg"]
+    # our own validators raise ValueError; pydantic prefixes their text with this
+    detail = err["msg"].removeprefix("Value error, ")
     if err["type"] != "missing" and not isinstance(got, dict):
         detail = f"{detail} (got {got!r:.80})"
     more = len(exc.errors()) - 1
@@ -100,24 +135,30 @@ def _dump(record: BaseModel | dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, sort_keys=False)
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temp file + rename, so readers never see half a file."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+@contextmanager
+def _atomic_file(path: Path) -> Iterator[BinaryIO]:
+    """A binary file that replaces ``path`` (via temp file + fsync + rename) on success."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         # mkstemp creates 0600; give the file the mode a plain open() would (0666 & ~umask)
         umask = os.umask(0)
         os.umask(umask)
         os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, p)
+        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temp file + rename, so readers never see half a file."""
+    with _atomic_file(Path(path)) as fh:
+        fh.write(text.encode("utf-8"))
 
 
 def write_jsonl(path: str | Path, records: Iterable[BaseModel | dict[str, Any]]) -> int:
@@ -138,24 +179,87 @@ def append_jsonl(path: str | Path, record: BaseModel | dict[str, Any]) -> None:
         os.fsync(fh.fileno())
 
 
-def read_done_ids(path: str | Path, key: str) -> set[str]:
-    """Ids already written to a resumable JSONL output; a torn last line is dropped."""
+@dataclass(frozen=True, slots=True)
+class DoneScan:
+    """What :func:`scan_done_ids` found in a resumable JSONL output.
+
+    ``ids``: the ids of the kept lines. ``dropped_lines``: 1-based numbers of the lines
+    removed from the file. ``corrupt_lines``: those of them that were not the last
+    non-blank line: a torn last line is the normal trace of a crash, anything before it
+    means the file was damaged (or edited) and those results will be computed again.
+    """
+
+    ids: frozenset[str]
+    dropped_lines: tuple[int, ...] = ()
+    corrupt_lines: tuple[int, ...] = ()
+
+
+def _done_id(raw: bytes, key: str) -> str | None:
+    """The string ``key`` of the JSON object on this line, or None if it is unreadable."""
+    try:
+        obj = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, huge integer, deep nesting
+        return None
+    if isinstance(obj, dict):
+        value = obj.get(key)
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def scan_done_ids(path: str | Path, key: str) -> DoneScan:
+    """Prepare a resumable JSONL output for appending; report the ids already in it.
+
+    A line is kept when it is a UTF-8 JSON object whose ``key`` is a string; its id
+    counts as done. Blank lines are kept. Every other line is unreadable and dropped
+    (its result will be computed again), wherever it is: valid lines after it are kept.
+    A last line without its newline is dropped unless it is complete (blank, or a valid
+    line: then the newline is appended). A UTF-8 byte-order mark at the start of the
+    file is ignored.
+
+    The file is rewritten (atomically: temp file + rename) only when a line is dropped;
+    otherwise it is left untouched. A missing file gives an empty scan.
+    """
     p = Path(path)
     if not p.exists():
-        return set()
+        return DoneScan(frozenset())
     done: set[str] = set()
-    good: list[str] = []
-    with p.open("r", encoding="utf-8-sig", errors="replace") as fh:
-        for line in fh:
-            if not line.endswith("\n"):
-                break
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
-                break
-            if isinstance(obj, dict) and isinstance(obj.get(key), str):
-                done.add(obj[key])
-                good.append(line)
-    # rewrite without a torn tail so later appends start on a clean line
-    atomic_write_text(p, "".join(good))
-    return done
+    dropped: list[int] = []
+    last_nonblank = 0
+    unterminated = False
+    with p.open("rb") as fh:
+        lineno = 0
+        for raw in fh:
+            lineno += 1
+            line = raw[len(_BOM) :] if lineno == 1 and raw.startswith(_BOM) else raw
+            unterminated = not line.endswith(b"\n")
+            if not line.strip():
+                continue
+            last_nonblank = lineno
+            line_id = _done_id(line, key)
+            if line_id is None:
+                dropped.append(lineno)
+            else:
+                done.add(line_id)
+    if dropped:
+        skip = set(dropped)
+        with p.open("rb") as src, _atomic_file(p) as out:
+            for n, raw in enumerate(src, 1):
+                if n not in skip:
+                    out.write(raw if raw.endswith(b"\n") else raw + b"\n")
+    elif unterminated:
+        # the complete last line lacks its newline: add it so appends start a new line
+        with p.open("ab") as fh:
+            fh.write(b"\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+    corrupt = tuple(n for n in dropped if n != last_nonblank)
+    return DoneScan(frozenset(done), tuple(dropped), corrupt)
+
+
+def read_done_ids(path: str | Path, key: str) -> set[str]:
+    """Ids already written to a resumable JSONL output, dropping unreadable lines.
+
+    Same as :func:`scan_done_ids` (which see for what is kept, dropped and rewritten)
+    but returns only the ids; call that to learn how many lines were dropped."""
+    return set(scan_done_ids(path, key).ids)

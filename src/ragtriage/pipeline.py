@@ -50,7 +50,7 @@ from ragtriage.data import Dataset
 from ragtriage.embedding import Embedder, make_embedder
 from ragtriage.errors import InputError, StoreError
 from ragtriage.generation import Generation, Generator, make_generator
-from ragtriage.jsonl import append_jsonl, atomic_write_text, iter_json_lines, read_done_ids
+from ragtriage.jsonl import append_jsonl, atomic_write_text, iter_json_lines, scan_done_ids
 from ragtriage.llm import ChatRequest, Completion, LLMClient, LLMRunner, client_from_config
 from ragtriage.query_transforms import QueryTransformer, fuse_hits, make_query_transformer
 from ragtriage.records import Chunk, Example, Hit, Stage, StageStats, Trace
@@ -661,7 +661,15 @@ async def run_dataset(
         or (str(previous["run_id"]) if previous.get("run_id") else None)
         or _new_run_id(out.resolve().name, created_at)
     )
-    done_ids = read_done_ids(traces_path, "trace_id")
+    scan = scan_done_ids(traces_path, "trace_id")
+    done_ids = set(scan.ids)
+    if scan.corrupt_lines:
+        shown = ", ".join(str(n) for n in scan.corrupt_lines[:10])
+        Console(stderr=True).print(
+            f"note: dropped {len(scan.corrupt_lines)} unreadable line(s) of {traces_path} "
+            f"(line {shown}); those examples run again",
+            highlight=False,
+        )
     if retry_failed and done_ids:
         done_ids -= _drop_failed(traces_path)
     todo = [e for e in todo_all if trace_id_of(e) not in done_ids]

@@ -24,8 +24,8 @@ from ragtriage.errors import ConfigError, InputError
 from ragtriage.jsonl import (
     atomic_write_text,
     iter_json_lines,
-    read_done_ids,
     read_records,
+    scan_done_ids,
     validation_to_input_error,
 )
 from ragtriage.records import Diagnosis, Trace
@@ -350,7 +350,17 @@ def register(app: typer.Typer) -> None:
                 _check_same_run(out_path, traces)
                 if retry_undetermined and not dry_run:
                     _drop_undetermined(out_path)
-            done = read_done_ids(out_path, "example_id") if out_path.exists() else set()
+            done: set[str] = set()
+            if out_path.exists():
+                scan = scan_done_ids(out_path, "example_id")
+                done = set(scan.ids)
+                if scan.corrupt_lines:
+                    shown = ", ".join(str(n) for n in scan.corrupt_lines[:10])
+                    console.print(
+                        f"note: dropped {len(scan.corrupt_lines)} unreadable line(s) of "
+                        f"{out_path} (line {shown}); those examples are diagnosed again",
+                        highlight=False,
+                    )
             todo = [t for t in traces if t.example.example_id not in done]
             if done:
                 console.print(
