@@ -80,3 +80,12 @@ def test_config_hash_ignores_secrets() -> None:
 def test_shipped_example_configs_load(path: Path) -> None:
     cfg = load_config(path, env={})
     assert cfg.name and config_hash(cfg) == config_hash(load_config(path, env={}))
+
+
+def test_nan_and_infinity_are_config_errors(tmp_path: Path) -> None:
+    y = tmp_path / "nan.yaml"
+    for value in (".nan", ".inf", "-.inf"):
+        y.write_text(f"generation: {{temperature: {value}}}\n", encoding="utf-8")
+        with pytest.raises(ConfigError) as exc:
+            load_config(y, env={})
+        assert "generation.temperature" in str(exc.value)

@@ -47,7 +47,9 @@ __all__ = [
 
 
 class _Cfg(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # NaN or infinity in a config (a temperature of .nan in YAML) would end up in every
+    # manifest as invalid JSON
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class LLMConfig(_Cfg):
