@@ -213,7 +213,7 @@ def load_run_dir(
     has_diagnoses = dpath.is_file()
     if not has_diagnoses and (require_diagnoses or diagnoses_path is not None):
         raise InputError(
-            "no diagnoses found; run `ragtriage diagnose` first or pass --diagnoses",
+            "no diagnoses found; run `ragtriage diagnose` on this run first",
             path=str(dpath),
         )
     diagnoses = tuple(read_diagnoses(dpath)) if has_diagnoses else ()

@@ -167,6 +167,11 @@ def register(app: typer.Typer) -> None:
         names = [m.strip() for m in metrics.split(",") if m.strip()]
         if not names:
             raise InputError("no metric given", field="--metrics")
+        if stage != "both" and stage not in _STAGES:
+            raise InputError(
+                f"unknown stage {stage!r}; expected one of {', '.join((*_STAGES, 'both'))}",
+                field="--stage",
+            )
         stages = list(_STAGES) if stage == "both" else [stage]
         result = evaluate_traces(_read_traces(run_dir), names, stages)
         _print(result, Console(width=120))
