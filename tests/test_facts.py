@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -9,6 +12,7 @@ from hypothesis import strategies as st
 from ragtriage.diagnosis.facts import (
     DateMention,
     Quantity,
+    QuantityPool,
     concept_in_text,
     content_support,
     dates_match,
@@ -136,6 +140,119 @@ def test_formatted_decimals_with_scale_round_trip(cents: int, scale: tuple[str, 
     assert len(qs) == 1
     assert qs[0].value == pytest.approx(x * factor, rel=1e-9)
     assert quantities_match(qs[0], Quantity(x * factor, "", str(x * factor), 0, 0))
+
+
+def _reference_match(a: Quantity, b: Quantity) -> bool:
+    """quantities_match written the plain way (abs/max, granularity always computed):
+    the fast version must agree with it everywhere."""
+
+    def granularity(q: Quantity) -> float:
+        m = re.search(r"\d[\d,]*(?:\.(\d+))?", q.raw)
+        if m is None:
+            return abs(q.value) * 1e-9
+        mantissa = float(m.group().replace(",", ""))
+        if mantissa == 0:
+            return 0.0
+        return 0.5 * (10.0 ** -len(m.group(1) or "")) * abs(q.value / mantissa)
+
+    if a.unit and b.unit and a.unit != b.unit:
+        return False
+    diff = abs(a.value - b.value)
+    if diff <= 1e-9 * max(abs(a.value), abs(b.value), 1.0):
+        return True
+    if diff < max(granularity(a), granularity(b)):
+        return True
+    return any(
+        pct.unit == "%"
+        and not plain.unit
+        and 0 < abs(plain.value) < 1
+        and math.isclose(pct.value, plain.value * 100, rel_tol=1e-6, abs_tol=1e-9)
+        for pct, plain in ((a, b), (b, a))
+    )
+
+
+_NUMBER_TEXT = st.builds(
+    lambda lead, n, d, prefix, scale: f"{lead}{prefix}{n:,}{d}{scale}",
+    st.sampled_from(["", "0."]),
+    st.integers(min_value=0, max_value=10**7),
+    st.sampled_from(["", ".5", ".05", ".125", ".0"]),
+    st.sampled_from(["", "$", "USD ", "£", "RMB "]),
+    st.sampled_from(["", " million", " billion", "%", " percent", " years", "万元", "亿"]),
+)
+
+
+#: equal or near values in other wordings (the granularity and the percent rule differ)
+_NEAR_VALUES = st.sampled_from(
+    [
+        "1.2 million",
+        "1,200,000",
+        "1,234,567",
+        "$1.2 million",
+        "USD 1,250,000",
+        "12%",
+        "0.12",
+        "0.6",
+        "1",
+        "1.0",
+        "42",
+        "42.0",
+        "41.6",
+        "三年",
+        "3 years",
+        "12.5亿元",
+        "1,250,000,000 yuan",
+    ]
+)
+_NUMBER_TEXT = _NUMBER_TEXT | _NEAR_VALUES
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(_NUMBER_TEXT, min_size=2, max_size=6))
+def test_quantities_match_agrees_with_the_plain_formula(texts: list[str]) -> None:
+    qs = [q for t in texts for q in extract_quantities(t)]
+    for a in qs:
+        for b in qs:
+            assert quantities_match(a, b) is _reference_match(a, b), (a, b)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    # any float a Quantity can carry, short of one so large that dividing it by its
+    # stated mantissa overflows (the plain formula then calls the granularity infinite)
+    a=st.floats(-1e300, 1e300) | st.just(math.nan),
+    b=st.floats(-1e300, 1e300) | st.just(math.nan),
+    # b near a: around the rounding bounds (a granularity is up to half the value)
+    ratio=st.sampled_from([None, 0.4, 0.49, 0.51, 0.6, 0.99, 1.0, 1.01, 1.5, 1.9, 2.1, 100.0]),
+    raw_a=st.sampled_from(["42", "0.001", "1.2 million", "三百", "0", "12.50%", "US$ 3", "1"]),
+    raw_b=st.sampled_from(["42", "0.1", "1,234,567", "两年", "0.0", "7%", "10"]),
+    units=st.sampled_from([("", ""), ("%", ""), ("", "%"), ("usd", "usd"), ("usd", "eur")]),
+)
+def test_quantities_match_on_any_floats(
+    a: float, b: float, ratio: float | None, raw_a: str, raw_b: str, units: tuple[str, str]
+) -> None:
+    qa = Quantity(a, units[0], raw_a, 0, len(raw_a))
+    qb = Quantity(b if ratio is None else a * ratio, units[1], raw_b, 0, len(raw_b))
+    assert quantities_match(qa, qb) is _reference_match(qa, qb)
+    assert quantities_match(qb, qa) is _reference_match(qb, qa)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    pool=st.lists(_NUMBER_TEXT, max_size=8),
+    probes=st.lists(_NUMBER_TEXT, min_size=1, max_size=8),
+    repeat=st.integers(min_value=1, max_value=4),
+)
+def test_quantity_pool_equals_the_plain_scans(
+    pool: list[str], probes: list[str], repeat: int
+) -> None:
+    # repeated values at different offsets, as in a long answer repeating itself
+    pool_qs = extract_quantities(" and ".join(pool * repeat))
+    probe_qs = extract_quantities(" and ".join(probes * repeat))
+    index = QuantityPool(pool_qs)
+    assert len(index) == len(pool_qs)
+    for q in probe_qs + probe_qs:  # the second pass is answered from the memo
+        assert index.matches(q) is any(quantities_match(q, p) for p in pool_qs)
+        assert index.matching(q) == [p for p in pool_qs if quantities_match(q, p)]
 
 
 # ------------------------------------------------------------------ dates
@@ -430,3 +547,24 @@ def test_you_inside_a_fixed_term_does_not_split_a_chinese_concept() -> None:
 )
 def test_strip_list_marker(raw: str, clean: str) -> None:
     assert strip_list_marker(raw) == clean
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="aBz. (\n\tJ", max_size=25), st.data())
+def test_abbreviation_lookup_reads_backwards_like_the_regex(text: str, data: st.DataObject) -> None:
+    """split_sentences asks at every period whether the word before it is an
+    abbreviation; the backwards scan (linear in the word) must agree with the regex
+    over the whole prefix (linear in the text, which made long answers quadratic)."""
+    from ragtriage.text import _abbrev_re, _is_abbreviation_at
+
+    end = data.draw(st.integers(0, len(text)))
+    m = _abbrev_re().search(text[:end])
+    by_regex = m is not None and _is_abbreviation_word(m.group(1))
+    assert _is_abbreviation_at(text, end) == by_regex
+
+
+def _is_abbreviation_word(word: str) -> bool:
+    from ragtriage.text import _ABBREVIATIONS
+
+    w = word.lower().rstrip(".")
+    return w in _ABBREVIATIONS or (len(w) == 1 and w.isalpha())

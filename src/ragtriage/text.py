@@ -262,11 +262,26 @@ def _abbrev_re() -> re.Pattern[str]:
     return re.compile(r"(?:^|[\s(])([A-Za-z][A-Za-z.]*)$")
 
 
+_ABBREV_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz.")
+
+
 def _is_abbreviation(before: str) -> bool:
-    m = _abbrev_re().search(before)
-    if not m:
+    return _is_abbreviation_at(before, len(before))
+
+
+def _is_abbreviation_at(text: str, end: int) -> bool:
+    """``_abbrev_re().search(text[:end])`` read backwards from ``end``: O(word), not
+    O(end) (split_sentences calls it at every period)."""
+    if end > 0 and text[end - 1] == "\n":  # "$" also matches before a final newline
+        end -= 1
+    p = end
+    while p > 0 and text[p - 1] in _ABBREV_CHARS:
+        p -= 1
+    if p == end or not ("a" <= text[p].lower() <= "z"):
         return False
-    word = m.group(1).lower().rstrip(".")
+    if p > 0 and not (text[p - 1] == "(" or text[p - 1].isspace()):
+        return False
+    word = text[p:end].lower().rstrip(".")
     if word in _ABBREVIATIONS:
         return True
     # single initials such as "J." in "J. Smith"
@@ -309,7 +324,7 @@ def split_sentences(text: str) -> list[Sentence]:
         cuts.add(m.end())
     for m in _EN_END.finditer(text):
         end = m.end()
-        if text[m.start()] == "." and _is_abbreviation(text[: m.start()]):
+        if text[m.start()] == "." and _is_abbreviation_at(text, m.start()):
             continue
         # a decimal like "3." followed by space then digit is still a boundary; fine
         cuts.add(end)

@@ -24,11 +24,14 @@ Works for English (stemmed-free content words) and Chinese (character bigrams vi
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 from ragtriage.diagnosis.facts import (
+    DateMention,
+    Quantity,
     dates_match,
     extract_dates,
     extract_entities,
@@ -92,26 +95,50 @@ def _fact_kinds(text: str) -> tuple[str, ...]:
     return tuple(f.kind for f in _facts(text))
 
 
-def _facts(text: str) -> list[_Fact]:
+class _Taken:
+    """Character positions covered by the facts kept so far: an overlap test in
+    O(span length), not O(facts) (a long answer holds hundreds of thousands). Exact
+    for non-empty spans; an empty span is free and takes nothing, as in the all-pairs
+    test for the only empty span :func:`_facts` can meet (an empty name, at 0)."""
+
+    __slots__ = ("_bits",)
+
+    def __init__(self, n: int) -> None:
+        self._bits = bytearray(n)
+
+    def free(self, start: int, end: int) -> bool:
+        return 1 not in self._bits[start:end]
+
+    def take(self, start: int, end: int) -> None:
+        if end > start:
+            self._bits[start:end] = b"\x01" * (end - start)
+
+
+@lru_cache(maxsize=1024)
+def _facts(text: str) -> tuple[_Fact, ...]:
     """Dates, then names, then quantities, each dropped where an earlier kind already
     covers its span ("NitroGuard 40" is a name, not the number 40)."""
     facts: list[_Fact] = []
-
-    def free(s: int, e: int) -> bool:
-        return not any(s < f.end and f.start < e for f in facts)
-
-    for d in extract_dates(text):
-        if d.end > d.start:
-            facts.append(_Fact("date", d, d.raw, d.start, d.end))
-    for name in extract_entities(text):
-        at = text.find(name)
-        if at >= 0 and free(at, at + len(name)):
+    dates = [d for d in extract_dates(text) if d.end > d.start]
+    names = [(name, text.find(name)) for name in extract_entities(text)]
+    quantities = [q for q in extract_quantities(text) if q.end > q.start]
+    size = max(
+        [len(text), *(d.end for d in dates), *(q.end for q in quantities)],
+    )
+    taken = _Taken(size + 1)
+    for d in dates:
+        facts.append(_Fact("date", d, d.raw, d.start, d.end))
+        taken.take(d.start, d.end)
+    for name, at in names:
+        if at >= 0 and taken.free(at, at + len(name)):
             facts.append(_Fact("name", normalize(name), name, at, at + len(name)))
-    for q in extract_quantities(text):
-        if q.end > q.start and free(q.start, q.end):
+            taken.take(at, at + len(name))
+    for q in quantities:
+        if taken.free(q.start, q.end):
             facts.append(_Fact(f"number:{q.unit}", q, q.raw, q.start, q.end))
+            taken.take(q.start, q.end)
     facts.sort(key=lambda f: f.start)
-    return facts
+    return tuple(facts)
 
 
 def _same(a: _Fact, b: _Fact) -> bool:
@@ -130,6 +157,22 @@ class _Layout:
     facts: tuple[_Fact, ...]
     clause_of: tuple[int, ...]
     spans: tuple[tuple[int, int], ...]
+    #: per clause, the indices of the (non-empty) facts overlapping it
+    clause_facts: tuple[tuple[int, ...], ...]
+
+
+def _span_containing(starts: Sequence[int], ends: Sequence[int], pos: int) -> int | None:
+    """Index of the span ``starts[i] <= pos < ends[i]`` among sorted, disjoint spans
+    (binary search), or None."""
+    i = bisect_right(starts, pos) - 1
+    return i if i >= 0 and pos < ends[i] else None
+
+
+def _spans_overlapping(starts: Sequence[int], ends: Sequence[int], s: int, e: int) -> range:
+    """Indices of the sorted, disjoint spans that overlap ``[s, e)`` (``s < e``)."""
+    first = bisect_right(ends, s)
+    last = bisect_left(starts, e)
+    return range(first, max(first, last))
 
 
 def _merged_clauses(text: str, blanked: str) -> list[tuple[int, int]]:
@@ -159,28 +202,37 @@ def _merged_clauses(text: str, blanked: str) -> list[tuple[int, int]]:
 
 @lru_cache(maxsize=2048)
 def _layout(text: str) -> _Layout:
-    facts = tuple(_facts(text))
+    facts = _facts(text)
     if not facts:
-        return _Layout(text, facts, (), ((0, len(text)),))
+        return _Layout(text, facts, (), ((0, len(text)),), ((),))
     chars = list(text)
     for f in facts:
         for i in range(f.start, min(f.end, len(chars))):
             chars[i] = " "
     spans = tuple(_merged_clauses(text, "".join(chars)))
-    clause_of = tuple(
-        next((i for i, (s, e) in enumerate(spans) if s <= f.start < e), len(spans) - 1)
-        for f in facts
-    )
-    return _Layout(text, facts, clause_of, spans)
+    starts = [s for s, _ in spans]
+    ends = [e for _, e in spans]
+    last = len(spans) - 1
+    clause_of: list[int] = []
+    per_clause: list[list[int]] = [[] for _ in spans]
+    for n, f in enumerate(facts):
+        at = _span_containing(starts, ends, f.start)
+        clause_of.append(last if at is None else at)
+        if f.end > f.start:
+            for c in _spans_overlapping(starts, ends, f.start, f.end):
+                per_clause[c].append(n)
+    return _Layout(text, facts, tuple(clause_of), spans, tuple(tuple(c) for c in per_clause))
 
 
 def _kind_anchor(layout: _Layout, fact_index: int) -> frozenset[str]:
     """Content words of a fact's clause without the words of facts of its kind."""
     kind = layout.facts[fact_index].kind
-    s, e = layout.spans[layout.clause_of[fact_index]]
+    clause = layout.clause_of[fact_index]
+    s, e = layout.spans[clause]
     chars = list(layout.text[s:e])
-    for f in layout.facts:
-        if f.kind == kind and f.start < e and f.end > s:
+    for n in layout.clause_facts[clause]:
+        f = layout.facts[n]
+        if f.kind == kind:
             for i in range(max(f.start, s) - s, min(f.end, e) - s):
                 chars[i] = " "
     return frozenset(content_tokens("".join(chars)))
@@ -189,15 +241,28 @@ def _kind_anchor(layout: _Layout, fact_index: int) -> frozenset[str]:
 _SENTENCE_END = re.compile(r"[.!?。！？；;\n]")
 
 
+@lru_cache(maxsize=256)
+def _sentence_ends(text: str) -> tuple[int, ...]:
+    return tuple(m.start() for m in _SENTENCE_END.finditer(text))
+
+
+def _sentence_span(layout: _Layout, fact_index: int) -> tuple[int, int]:
+    """The sentence around a fact: from after the last sentence end before the fact to
+    the first one at or after its end (binary search over the text's sentence ends)."""
+    f = layout.facts[fact_index]
+    ends = _sentence_ends(layout.text)
+    before = bisect_left(ends, f.start)
+    start = ends[before - 1] + 1 if before else 0
+    after = bisect_left(ends, f.end)
+    end = ends[after] if after < len(ends) else len(layout.text)
+    return start, end
+
+
 def _sentence_words(layout: _Layout, fact_index: int) -> frozenset[str]:
     """All content words of a fact's sentence, the fact's own words left out."""
-    f = layout.facts[fact_index]
-    text = layout.text
-    start = max((m.end() for m in _SENTENCE_END.finditer(text, 0, f.start)), default=0)
-    m = _SENTENCE_END.search(text, f.end)
-    end = m.start() if m else len(text)
-    own = set(content_tokens(f.raw))
-    return frozenset(t for t in content_tokens(text[start:end]) if t not in own)
+    start, end = _sentence_span(layout, fact_index)
+    own = set(content_tokens(layout.facts[fact_index].raw))
+    return frozenset(t for t in content_tokens(layout.text[start:end]) if t not in own)
 
 
 def _clause_words(layout: _Layout, fact_index: int) -> frozenset[str]:
@@ -212,9 +277,92 @@ def _overlap(a: frozenset[str], b: frozenset[str]) -> int:
     return len(a & b)
 
 
+class _SpanWords:
+    """``_overlap(_clause_words(...), words)`` and ``_overlap(_sentence_words(...),
+    words)`` for many facts of one layout, each span's words computed once: facts of
+    one clause or sentence share it, so a long answer is tokenised about once, not
+    once per fact."""
+
+    __slots__ = ("_layout", "_tokens")
+
+    def __init__(self, layout: _Layout) -> None:
+        self._layout = layout
+        self._tokens: dict[tuple[int, int], frozenset[str]] = {}
+
+    def _words(self, span: tuple[int, int]) -> frozenset[str]:
+        got = self._tokens.get(span)
+        if got is None:
+            got = frozenset(content_tokens(self._layout.text[span[0] : span[1]]))
+            self._tokens[span] = got
+        return got
+
+    def shared(self, fact_index: int, words: frozenset[str]) -> int:
+        """Words shared with the fact's clause or sentence (the larger), the fact's
+        own words left out."""
+        layout = self._layout
+        own = set(content_tokens(layout.facts[fact_index].raw))
+        clause = self._words(layout.spans[layout.clause_of[fact_index]])
+        sentence = self._words(_sentence_span(layout, fact_index))
+        in_clause = sum(1 for t in words if t in clause and t not in own)
+        in_sentence = sum(1 for t in words if t in sentence and t not in own)
+        return max(in_clause, in_sentence)
+
+
 def _unique_match(fact: _Fact, facts: tuple[_Fact, ...]) -> int | None:
+    """Reference scan (the tests check :class:`_FactIndex` against it)."""
     found = [i for i, f in enumerate(facts) if _same(fact, f)]
     return found[0] if len(found) == 1 else None
+
+
+def _value_key(f: _Fact) -> object:
+    """Everything :func:`_same` looks at besides the kind: facts with equal keys match
+    the same facts."""
+    if f.kind == "date":
+        d: DateMention = f.key  # type: ignore[assignment]
+        return (d.year, d.month, d.day, d.quarter)
+    if f.kind.startswith("number"):
+        q: Quantity = f.key  # type: ignore[assignment]
+        return (q.value, q.unit, q.raw)
+    return f.key
+
+
+@dataclass(frozen=True, slots=True)
+class _Group:
+    fact: _Fact  # the first fact with this value
+    first: int  # its index
+    count: int
+
+
+class _FactIndex:
+    """:func:`_unique_match` over many facts: facts grouped by kind and value, so a
+    lookup compares once per distinct value (a repeated "42" is one value), and a
+    name -- matched by equality -- is one dictionary lookup."""
+
+    __slots__ = ("_groups",)
+
+    def __init__(self, facts: Sequence[_Fact]) -> None:
+        by_kind: dict[str, dict[object, list[int]]] = {}
+        for i, f in enumerate(facts):
+            by_kind.setdefault(f.kind, {}).setdefault(_value_key(f), []).append(i)
+        self._groups: dict[str, dict[object, _Group]] = {
+            kind: {key: _Group(facts[ix[0]], ix[0], len(ix)) for key, ix in values.items()}
+            for kind, values in by_kind.items()
+        }
+
+    def unique_match(self, fact: _Fact) -> int | None:
+        groups = self._groups.get(fact.kind)
+        if not groups:
+            return None
+        if fact.kind == "name":
+            g = groups.get(fact.key)
+            return g.first if g is not None and g.count == 1 else None
+        found: int | None = None
+        for g in groups.values():
+            if _same(fact, g.fact):
+                if found is not None or g.count > 1:
+                    return None
+                found = g.first
+        return found
 
 
 #: directional connectors of a date range ("from A to B", "A至B")
@@ -223,6 +371,24 @@ _RANGE = frozenset(["to", "until", "till", "through", "-", "–", "—", "~", "�
 
 def _between(layout: _Layout, a: int, b: int) -> str:
     return " ".join(layout.text[layout.facts[a].end : layout.facts[b].start].split()).lower()
+
+
+_WORD = re.compile(r"\S+")
+
+
+def _between_upto(layout: _Layout, a: int, b: int, limit: int) -> str | None:
+    """:func:`_between`, or None when it would be longer than ``limit`` characters --
+    found after reading at most about ``limit`` characters of words, however far apart
+    the two facts are (``lower()`` never shortens a string, so the length before
+    lowering bounds it)."""
+    words: list[str] = []
+    size = -1
+    for m in _WORD.finditer(layout.text, layout.facts[a].end, layout.facts[b].start):
+        size += len(m.group()) + 1
+        if size > limit:
+            return None
+        words.append(m.group())
+    return " ".join(words).lower()
 
 
 def _reversed(gt: _Layout, i: int, k: int, ans: _Layout, ai: int, ak: int) -> bool:
@@ -234,7 +400,7 @@ def _reversed(gt: _Layout, i: int, k: int, ans: _Layout, ai: int, ak: int) -> bo
     if not (gt.facts[i].start < gt.facts[k].start and ans.facts[ak].start < ans.facts[ai].start):
         return False
     mid = _between(gt, i, k)
-    if not mid or len(mid) > 60 or _between(ans, ak, ai) != mid:
+    if not mid or len(mid) > 60 or _between_upto(ans, ak, ai, len(mid)) != mid:
         return False
     if content_tokens(mid):
         return True
@@ -256,12 +422,24 @@ def fact_swaps(ground_truth: str, answer: str) -> tuple[FactSwap, ...]:
         return ()
     # ground-truth fact index -> answer fact index (unique matches on both sides)
     pos: dict[int, int] = {}
+    gt_index = _FactIndex(gt.facts)
+    ans_index: _FactIndex | None = None
     for i, f in enumerate(gt.facts):
-        if _unique_match(f, gt.facts) is None:
+        if gt_index.unique_match(f) is None:
             continue
-        j = _unique_match(f, ans.facts)
+        if ans_index is None:
+            ans_index = _FactIndex(ans.facts)
+        j = ans_index.unique_match(f)
         if j is not None:
             pos[i] = j
+    anchors: dict[tuple[bool, int], frozenset[str]] = {}
+
+    def anchor(in_answer: bool, n: int) -> frozenset[str]:
+        got = anchors.get((in_answer, n))
+        if got is None:
+            got = anchors[(in_answer, n)] = _kind_anchor(ans if in_answer else gt, n)
+        return got
+
     swaps: list[FactSwap] = []
     idx = sorted(pos)
     for n, i in enumerate(idx):
@@ -278,10 +456,10 @@ def fact_swaps(ground_truth: str, answer: str) -> tuple[FactSwap, ...]:
                 continue
             # anchors: the clause's words with facts of this kind blanked out (other
             # facts stay: "张某 ... 三年" vs "李某 ... 两年" differ only by them)
-            gi, gk = _kind_anchor(gt, i), _kind_anchor(gt, k)
+            gi, gk = anchor(False, i), anchor(False, k)
             if not gi or not gk or gi == gk:
                 continue
-            ai, ak = _kind_anchor(ans, pos[i]), _kind_anchor(ans, pos[k])
+            ai, ak = anchor(True, pos[i]), anchor(True, pos[k])
             cross_i, own_i = _overlap(ai, gk - gi), _overlap(ai, gi - gk)
             cross_k, own_k = _overlap(ak, gi - gk), _overlap(ak, gk - gi)
             if (
@@ -303,20 +481,24 @@ def _name_known(name: str, known_norm: str, known_names: list[str]) -> bool:
     return any(words & {w for w in k.split() if len(w) > 3} for k in known_names)
 
 
-def _name_in_answer(name: str, gt_names: Sequence[_Fact], answer_norm: str) -> bool:
+def _name_in_answer(
+    name: str, gt_names: Sequence[_Fact], answer_norm: str, padded_answer: str
+) -> bool:
     """The full name, or one of its distinctive words outside the ground truth's other
     names ("Halvorsen" of "Ingrid Halvorsen" does not count inside "Halvorsen
-    Maritime Logistics")."""
+    Maritime Logistics"). ``padded_answer`` is ``answer_norm`` between spaces."""
     n = normalize(name)
-    padded = f" {answer_norm} "
-    if f" {n} " in padded or (n and not n.isascii() and n in answer_norm):
+    if f" {n} " in padded_answer or (n and not n.isascii() and n in answer_norm):
         return True
-    rest = padded
+    words = [w for w in n.split() if len(w) > 3]
+    if not words:
+        return False
+    rest = padded_answer
     for other in gt_names:
         o = normalize(other.raw)
         if o != n and o:
             rest = rest.replace(f" {o} ", " ")
-    return any(f" {w} " in rest for w in n.split() if len(w) > 3)
+    return any(f" {w} " in rest for w in words)
 
 
 def substituted_names(
@@ -330,30 +512,35 @@ def substituted_names(
     gt = _layout(ground_truth)
     gt_names = [f for f in gt.facts if f.kind == "name"]
     ans = _layout(answer)
-    ans_names = [(n, f) for n, f in enumerate(ans.facts) if f.kind == "name"]
+    ans_names = [n for n, f in enumerate(ans.facts) if f.kind == "name"]
     if not ans_names:
         return ()
-    ans_norm = normalize(answer)
+    answer_norm = normalize(answer)
+    padded_answer = f" {answer_norm} "
     known_norm = normalize(ground_truth) + " " + normalize(query)
     known_names = [normalize(f.raw) for f in gt_names] + [
         normalize(e) for e in extract_entities(query)
     ]
+    # answer names neither the ground truth nor the question knows (found on demand:
+    # they do not depend on the ground-truth name being checked)
+    unknown: list[int] | None = None
+    words = _SpanWords(ans)
     out: list[NameSubstitution] = []
     for i, f in enumerate(gt.facts):
-        if f.kind != "name" or _name_in_answer(f.raw, gt_names, ans_norm):
+        if f.kind != "name" or _name_in_answer(f.raw, gt_names, answer_norm, padded_answer):
             continue
         own = _clause_words(gt, i)
         if len(own) < 3:  # "Dr. Mei-Lin Cho, previously ...": the sentence anchors it
             own = _sentence_words(gt, i)
         if len(own) < 2:
             continue
-        for n, af in ans_names:
-            if _name_known(af.raw, known_norm, known_names):
-                continue
-            shared = max(
-                _overlap(_clause_words(ans, n), own), _overlap(_sentence_words(ans, n), own)
-            )
+        if unknown is None:
+            unknown = [
+                n for n in ans_names if not _name_known(ans.facts[n].raw, known_norm, known_names)
+            ]
+        for n in unknown:
+            shared = words.shared(n, own)
             if shared >= 2 and shared * 2 >= len(own):
-                out.append(NameSubstitution(f.raw, af.raw))
+                out.append(NameSubstitution(f.raw, ans.facts[n].raw))
                 break
     return tuple(out)

@@ -28,11 +28,11 @@ from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis._calls import LLMCalls
 from ragtriage.diagnosis.alignment import fact_swaps, substituted_names
 from ragtriage.diagnosis.facts import (
+    QuantityPool,
     dates_match,
     extract_dates,
     extract_entities,
     extract_quantities,
-    quantities_match,
 )
 from ragtriage.judge.parsing import parse_answer_label
 from ragtriage.judge.prompts import answer_eval_prompt, ground_truth_text
@@ -221,12 +221,15 @@ def _values(gt: str, answer: str) -> _Values:
     A value the answer merely leaves out is not a contradiction."""
     gq, aq = extract_quantities(gt), extract_quantities(answer)
     gd, ad = extract_dates(gt), extract_dates(answer)
-    stray_units = {a.unit for a in aq if not any(quantities_match(q, a) for q in gq)}
+    # pools: each distinct answer value is compared once (a long answer may repeat one
+    # number thousands of times); quantities_match is symmetric
+    g_pool, a_pool = QuantityPool(gq), QuantityPool(aq)
+    stray_units = {a.unit for a in aq if not g_pool.matches(a)}
     stray_date = any(not any(dates_match(d, a) for d in gd) for a in ad)
     hit = 0
     contradicted: list[str] = []
     for q in gq:
-        if any(quantities_match(q, a) for a in aq):
+        if a_pool.matches(q):
             hit += 1
         elif q.unit in stray_units:
             contradicted.append(q.raw)
@@ -238,9 +241,7 @@ def _values(gt: str, answer: str) -> _Values:
     # mentions of the ground truth's kinds of value, in order: (start, end, matches gt)
     marks = [(a.start, a.end, any(dates_match(d, a) for d in gd)) for a in ad] if gd else []
     units = {q.unit for q in gq}
-    marks += [
-        (a.start, a.end, any(quantities_match(q, a) for q in gq)) for a in aq if a.unit in units
-    ]
+    marks += [(a.start, a.end, g_pool.matches(a)) for a in aq if a.unit in units]
     return _Values(
         gt=tuple([q.raw for q in gq] + [d.raw for d in gd]),
         hit=hit,

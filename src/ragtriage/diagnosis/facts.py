@@ -28,6 +28,7 @@ from ragtriage.text import STOPWORDS_EN, is_cjk
 __all__ = [
     "DateMention",
     "Quantity",
+    "QuantityPool",
     "Support",
     "concept_in_text",
     "content_support",
@@ -574,7 +575,7 @@ def _quantities(text: str) -> tuple[Quantity, ...]:
         before_text = t[max(0, start - 5) : start]
         pm = (
             _RE_PREFIX.search(t, max(0, start - 5), start)
-            if any(c in before_text for c in _PREFIX_LAST_CHARS)
+            if not _PREFIX_LAST_CHARS.isdisjoint(before_text)
             else None
         )
         currency = None
@@ -628,18 +629,31 @@ def _quantities(text: str) -> tuple[Quantity, ...]:
 _RE_FIRST_NUMBER = re.compile(r"\d[\d,]*(?:\.(\d+))?")
 
 
-@lru_cache(maxsize=16384)
 def _granularity(q: Quantity) -> float:
     """Half of the last stated digit's place value ("1.2 million" -> 50,000)."""
-    m = _RE_FIRST_NUMBER.search(_fold(q.raw))
+    return _granularity_of(q.raw, q.value)
+
+
+@lru_cache(maxsize=16384)
+def _granularity_of(raw: str, value: float) -> float:
+    # keyed by what it reads, not by the Quantity: the same "42" at many offsets is one
+    # entry, and the key hashes two fields instead of five
+    m = _RE_FIRST_NUMBER.search(_fold(raw))
     if m is None:
-        return abs(q.value) * 1e-9
+        return abs(value) * 1e-9
     mantissa = float(m.group().replace(",", ""))
     decimals = len(m.group(1) or "")
     if mantissa == 0:
         return 0.0
-    scale = q.value / mantissa
+    scale = value / mantissa
     return 0.5 * (10.0**-decimals) * abs(scale)
+
+
+#: a granularity is at most half its value: a stated mantissa with ``d`` decimals is
+#: at least ``10**-d`` (the slack covers float rounding; a hand-built Quantity whose
+#: value over its mantissa overflows a float is the lone exception, never an
+#: extracted one, where that ratio is the scale word's factor)
+_MAX_GRANULARITY = 0.5000001
 
 
 def quantities_match(a: Quantity, b: Quantity) -> bool:
@@ -650,22 +664,79 @@ def quantities_match(a: Quantity, b: Quantity) -> bool:
     agree when both are given; a percentage also matches the same fraction without a
     unit ("12%" == "0.12"). Plain counts ("" unit) match any unit.
     """
-    if a.unit and b.unit and a.unit != b.unit:
+    # written without abs()/max() calls: this runs for every answer number against
+    # every context number, and the builtins were most of its cost
+    au, bu = a.unit, b.unit
+    if au and bu and au != bu:
         return False
-    diff = abs(a.value - b.value)
-    if diff <= 1e-9 * max(abs(a.value), abs(b.value), 1.0):
+    av, bv = a.value, b.value
+    diff = av - bv if av >= bv else bv - av
+    big = av if av >= 0 else -av
+    other = bv if bv >= 0 else -bv
+    if other > big:
+        big = other
+    if diff <= 1e-9 * (big if big > 1.0 else 1.0):
         return True
-    if diff < max(_granularity(a), _granularity(b)):
-        return True
-    for pct, plain in ((a, b), (b, a)):
-        if (
-            pct.unit == "%"
-            and not plain.unit
-            and 0 < abs(plain.value) < 1
-            and math.isclose(pct.value, plain.value * 100, rel_tol=1e-6, abs_tol=1e-9)
-        ):
+    # the rounding test can only pass within half the larger value
+    if diff < _MAX_GRANULARITY * big:
+        ga, gb = _granularity(a), _granularity(b)
+        if diff < (ga if ga > gb else gb):
             return True
+    if au == "%" or bu == "%":
+        for pct, plain in ((a, b), (b, a)):
+            if (
+                pct.unit == "%"
+                and not plain.unit
+                and 0 < abs(plain.value) < 1
+                and math.isclose(pct.value, plain.value * 100, rel_tol=1e-6, abs_tol=1e-9)
+            ):
+                return True
     return False
+
+
+def _quantity_key(q: Quantity) -> tuple[float, str, str]:
+    """Everything :func:`quantities_match` reads (the offsets aside)."""
+    return (q.value, q.unit, q.raw)
+
+
+class QuantityPool:
+    """Quantities to look many numbers up in.
+
+    ``pool.matches(q)`` is ``any(quantities_match(q, p) for p in quantities)`` and
+    ``pool.matching(q)`` is ``[p for p in quantities if quantities_match(q, p)]``, with
+    the pool's repeated values compared once and each distinct looked-up value (amount,
+    unit and wording) answered once: an answer repeating "42" ten thousand times costs
+    one pass over the pool, not ten thousand. Results equal the plain scans.
+    """
+
+    __slots__ = ("_groups", "_items", "_memo")
+
+    def __init__(self, quantities: Iterable[Quantity]) -> None:
+        self._items = tuple(quantities)
+        groups: dict[tuple[float, str, str], list[int]] = {}
+        for i, q in enumerate(self._items):
+            groups.setdefault(_quantity_key(q), []).append(i)
+        self._groups = tuple((self._items[ix[0]], tuple(ix)) for ix in groups.values())
+        self._memo: dict[tuple[float, str, str], tuple[int, ...]] = {}
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def _hits(self, q: Quantity) -> tuple[int, ...]:
+        key = _quantity_key(q)
+        hits = self._memo.get(key)
+        if hits is None:
+            found = [i for rep, ix in self._groups if quantities_match(q, rep) for i in ix]
+            hits = self._memo[key] = tuple(sorted(found))
+        return hits
+
+    def matches(self, q: Quantity) -> bool:
+        """Some pool quantity matches ``q``."""
+        return bool(self._hits(q))
+
+    def matching(self, q: Quantity) -> list[Quantity]:
+        """The pool quantities matching ``q``, in pool order."""
+        return [self._items[i] for i in self._hits(q)]
 
 
 # --------------------------------------------------------------------------- dates

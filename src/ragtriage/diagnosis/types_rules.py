@@ -44,6 +44,7 @@ from ragtriage.diagnosis.concepts import gt_doc_texts
 from ragtriage.diagnosis.facts import (
     DateMention,
     Quantity,
+    QuantityPool,
     Support,
     concept_in_text,
     content_support,
@@ -1035,8 +1036,8 @@ class _Gen:
         ground truth (invented or altered numbers)."""
         if not self.a_quants:
             return []
-        pool = [*self.c_quant_pool, *self.g_quants]
-        return [q for q in self.a_quants if not any(quantities_match(q, c) for c in pool)]
+        pool = QuantityPool([*self.c_quant_pool, *self.g_quants])
+        return [q for q in self.a_quants if not pool.matches(q)]
 
     @cached_property
     def gt_is_value(self) -> bool:
@@ -1296,9 +1297,8 @@ def _gen_e10_e11(g: _Gen, found: _Found) -> None:
     )
     general = _RE_GENERAL.search(g.answer)
     calc = _RE_CALCULATION.search(g.answer)
-    a_q_unsupported = [
-        q for q in g.a_quants if not any(quantities_match(q, c) for c in g.c_quant_pool)
-    ]
+    c_pool = QuantityPool(g.c_quant_pool)
+    a_q_unsupported = [q for q in g.a_quants if not c_pool.matches(q)]
     if calc and a_q_unsupported:
         found.add(
             E.E11,
@@ -1366,10 +1366,11 @@ def _gen_e13(g: _Gen, found: _Found) -> None:
         return
     known_ents = [e for e in dict.fromkeys([*g.q_ents, *g.a_ents]) if g.in_context(e)]
     facts: list[tuple[str, int, list[int]]] = []
+    g_pool, c_pool = QuantityPool(g.g_quants), QuantityPool(g.c_quants)
     for a in g.a_quants:
-        if g.g_quants and any(quantities_match(a, x) for x in g.g_quants):
+        if g_pool.matches(a):
             continue
-        where = [c.start for c in g.c_quants if c.unit == a.unit and quantities_match(a, c)]
+        where = [c.start for c in c_pool.matching(a) if c.unit == a.unit]
         if where:
             facts.append((_fmt_q(a), a.start, where))
     for d in g.a_dates:
@@ -1645,7 +1646,8 @@ def _gen_e16(g: _Gen, found: _Found) -> None:
                 f"answer number {_fmt_q(a)} is not found in the context{ref_s}",
             )
         return
-    alien = [a for a in g.a_quants if not any(quantities_match(a, c) for c in c_q)]
+    c_pool = QuantityPool(c_q)
+    alien = [a for a in g.a_quants if not c_pool.matches(a)]
     if alien:
         a = alien[0]
         calc = _arithmetic(a, c_q)
