@@ -89,3 +89,15 @@ def test_nan_and_infinity_are_config_errors(tmp_path: Path) -> None:
         with pytest.raises(ConfigError) as exc:
             load_config(y, env={})
         assert "generation.temperature" in str(exc.value)
+
+
+def test_config_types_are_strict(tmp_path: Path) -> None:
+    """YAML `top_k: true` or `top_k: "5"` is a mistake, not 1 or 5."""
+    y = tmp_path / "strict.yaml"
+    for body in ("retrieval: {top_k: true}", "retrieval: {top_k: '5'}"):
+        y.write_text(body + "\n", encoding="utf-8")
+        with pytest.raises(ConfigError) as exc:
+            load_config(y, env={})
+        assert "retrieval.top_k" in str(exc.value)
+    y.write_text("generation: {temperature: 1}\n", encoding="utf-8")  # an int for a float
+    assert load_config(y, env={}).generation.temperature == 1.0
