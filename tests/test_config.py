@@ -101,3 +101,14 @@ def test_config_types_are_strict(tmp_path: Path) -> None:
         assert "retrieval.top_k" in str(exc.value)
     y.write_text("generation: {temperature: 1}\n", encoding="utf-8")  # an int for a float
     assert load_config(y, env={}).generation.temperature == 1.0
+
+
+def test_a_key_given_twice_is_an_error_naming_both_lines(tmp_path: Path) -> None:
+    y = tmp_path / "dup.yaml"
+    y.write_text("name: a\nretrieval:\n  mode: dense\nretrieval:\n  mode: bm25\n", "utf-8")
+    with pytest.raises(ConfigError) as exc:
+        load_config(y, env={})
+    assert exc.value.line == 4 and "duplicate key 'retrieval' (first on line 2)" in str(exc.value)
+    y.write_text("rerank: {top_k: 2, top_k: 3}\n", "utf-8")
+    with pytest.raises(ConfigError, match="duplicate key 'top_k'"):
+        load_config(y, env={})

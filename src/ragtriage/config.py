@@ -196,6 +196,29 @@ class PipelineConfig(_Cfg):
     diagnosis: DiagnosisConfig = Field(default_factory=DiagnosisConfig)
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a key given twice in one mapping is an error
+    (PyYAML keeps the last silently: a pasted second `retrieval:` block would win)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                first = seen.get(key)
+            except TypeError:  # an unhashable key: PyYAML itself reports it
+                continue
+            if first is not None:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"duplicate key {key!r} (first on line {first})",
+                    key_node.start_mark,
+                )
+            seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_mapping(path: str | Path) -> dict[str, Any]:
     """Read a YAML (.yaml/.yml) or TOML (.toml) file into a dict."""
     p = Path(path)
@@ -207,7 +230,7 @@ def load_mapping(path: str | Path) -> dict[str, Any]:
         if p.suffix == ".toml":
             data: Any = tomllib.loads(raw)
         else:
-            data = yaml.safe_load(raw)
+            data = yaml.load(raw, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
         raise ConfigError(
