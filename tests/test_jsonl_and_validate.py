@@ -317,3 +317,20 @@ def test_non_utf8_bytes_give_input_error(
 def test_example_reader_fuzz_valid_records_round_trip() -> None:
     ex = Example(example_id="e", query="q", answer="a", references=["r"], label="fact_single")
     assert Example.model_validate_json(ex.to_json()) == ex
+
+
+def test_drop_records_rewrites_only_when_something_is_dropped(tmp_path: Path) -> None:
+    from ragtriage.jsonl import drop_records, scan_done_ids
+
+    path = tmp_path / "out.jsonl"
+    path.write_text(
+        '{"id": "a", "undetermined": true}\n{"id": "b"}\n{torn\n{"id": "c", "undetermined": true}',
+        encoding="utf-8",
+    )
+    assert drop_records(path, "id", lambda r: r.get("undetermined") is True) == {"a", "c"}
+    assert path.read_text(encoding="utf-8") == '{"id": "b"}\n{torn\n'
+    before = path.stat().st_mtime_ns
+    assert drop_records(path, "id", lambda r: False) == set()
+    assert path.stat().st_mtime_ns == before
+    scan = scan_done_ids(path, "id")
+    assert scan.ids == {"b"} and scan.note(path) is None  # a torn last line is no damage

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +23,7 @@ __all__ = [
     "DoneScan",
     "append_jsonl",
     "atomic_write_text",
+    "drop_records",
     "iter_json_lines",
     "read_done_ids",
     "read_records",
@@ -192,6 +193,40 @@ class DoneScan:
     ids: frozenset[str]
     dropped_lines: tuple[int, ...] = ()
     corrupt_lines: tuple[int, ...] = ()
+
+    def note(self, path: str | Path) -> str | None:
+        """A line for the user when damaged lines were dropped (``None`` otherwise)."""
+        if not self.corrupt_lines:
+            return None
+        shown = ", ".join(str(n) for n in self.corrupt_lines[:10])
+        return (
+            f"note: dropped {len(self.corrupt_lines)} unreadable line(s) of {path} "
+            f"(line {shown}); those records are computed again"
+        )
+
+
+def drop_records(path: str | Path, key: str, drop: Callable[[dict[str, Any]], bool]) -> set[str]:
+    """Rewrite a resumable JSONL output without the records ``drop`` selects (so a
+    resume redoes them); return their ``key`` values. Lines that are not JSON objects
+    are kept for :func:`scan_done_ids` to judge. The file is rewritten atomically, and
+    only when something was dropped."""
+    p = Path(path)
+    kept: list[bytes] = []
+    dropped: set[str] = set()
+    with p.open("rb") as fh:
+        for raw in fh:
+            try:
+                obj = json.loads(raw)
+            except (ValueError, RecursionError):
+                obj = None
+            if isinstance(obj, dict) and drop(obj):
+                dropped.add(str(obj.get(key)))
+            else:
+                kept.append(raw if raw.endswith(b"\n") else raw + b"\n")
+    if dropped:
+        with _atomic_file(p) as out:
+            out.writelines(kept)
+    return dropped
 
 
 def _done_id(raw: bytes, key: str) -> str | None:

@@ -50,7 +50,13 @@ from ragtriage.data import Dataset
 from ragtriage.embedding import Embedder, make_embedder
 from ragtriage.errors import InputError, StoreError
 from ragtriage.generation import Generation, Generator, make_generator
-from ragtriage.jsonl import append_jsonl, atomic_write_text, iter_json_lines, scan_done_ids
+from ragtriage.jsonl import (
+    append_jsonl,
+    atomic_write_text,
+    drop_records,
+    iter_json_lines,
+    scan_done_ids,
+)
 from ragtriage.llm import ChatRequest, Completion, LLMClient, LLMRunner, client_from_config
 from ragtriage.query_transforms import QueryTransformer, fuse_hits, make_query_transformer
 from ragtriage.records import Chunk, Example, Hit, Stage, StageStats, Trace
@@ -576,20 +582,9 @@ def _existing_run(path: Path) -> tuple[str, str | None] | None:
     return None
 
 
-def _drop_failed(path: Path) -> set[str]:
-    """Rewrite ``path`` without failed traces; return their ids."""
-    kept: list[str] = []
-    failed: set[str] = set()
-    with path.open("r", encoding="utf-8") as fh:
-        for line in fh:
-            obj = json.loads(line)
-            meta = obj.get("metadata") or {}
-            if isinstance(meta, dict) and meta.get("error"):
-                failed.add(str(obj.get("trace_id")))
-            else:
-                kept.append(line if line.endswith("\n") else line + "\n")
-    atomic_write_text(path, "".join(kept))
-    return failed
+def _failed(trace: dict[str, Any]) -> bool:
+    meta = trace.get("metadata") or {}
+    return isinstance(meta, dict) and bool(meta.get("error"))
 
 
 def _read_previous_manifest(path: Path) -> dict[str, Any]:
@@ -663,15 +658,11 @@ async def run_dataset(
     )
     scan = scan_done_ids(traces_path, "trace_id")
     done_ids = set(scan.ids)
-    if scan.corrupt_lines:
-        shown = ", ".join(str(n) for n in scan.corrupt_lines[:10])
-        Console(stderr=True).print(
-            f"note: dropped {len(scan.corrupt_lines)} unreadable line(s) of {traces_path} "
-            f"(line {shown}); those examples run again",
-            highlight=False,
-        )
+    note = scan.note(traces_path)
+    if note:
+        Console(stderr=True).print(note, highlight=False)
     if retry_failed and done_ids:
-        done_ids -= _drop_failed(traces_path)
+        done_ids -= drop_records(traces_path, "trace_id", _failed)
     todo = [e for e in todo_all if trace_id_of(e) not in done_ids]
     skipped = len(todo_all) - len(todo)
     started = time.perf_counter()

@@ -8,7 +8,6 @@ nothing.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from types import TracebackType
@@ -22,7 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ragtriage.config import PipelineConfig, load_config
 from ragtriage.errors import ConfigError, InputError
 from ragtriage.jsonl import (
-    atomic_write_text,
+    drop_records,
     iter_json_lines,
     read_records,
     scan_done_ids,
@@ -111,25 +110,6 @@ class _Appender:
             self.sync()
         finally:
             self._fh.close()
-
-
-def _drop_undetermined(out_path: Path) -> None:
-    """Rewrite ``out_path`` without its undetermined diagnoses (they are redone)."""
-    kept: list[str] = []
-    dropped = 0
-    with out_path.open("r", encoding="utf-8-sig") as fh:
-        for line in fh:
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
-                kept.append(line)  # left for the resume logic to judge
-                continue
-            if isinstance(obj, dict) and obj.get("undetermined") is True:
-                dropped += 1
-            else:
-                kept.append(line if line.endswith("\n") else line + "\n")
-    if dropped:
-        atomic_write_text(out_path, "".join(kept))
 
 
 def _check_llm_reached(ledger: LedgerSummary) -> None:
@@ -349,18 +329,14 @@ def register(app: typer.Typer) -> None:
             if out_path.exists():
                 _check_same_run(out_path, traces)
                 if retry_undetermined and not dry_run:
-                    _drop_undetermined(out_path)
+                    drop_records(out_path, "example_id", lambda d: d.get("undetermined") is True)
             done: set[str] = set()
             if out_path.exists():
                 scan = scan_done_ids(out_path, "example_id")
                 done = set(scan.ids)
-                if scan.corrupt_lines:
-                    shown = ", ".join(str(n) for n in scan.corrupt_lines[:10])
-                    console.print(
-                        f"note: dropped {len(scan.corrupt_lines)} unreadable line(s) of "
-                        f"{out_path} (line {shown}); those examples are diagnosed again",
-                        highlight=False,
-                    )
+                note = scan.note(out_path)
+                if note:
+                    console.print(note, highlight=False)
             todo = [t for t in traces if t.example.example_id not in done]
             if done:
                 console.print(
