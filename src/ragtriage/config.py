@@ -182,6 +182,12 @@ class DiagnosisConfig(_Cfg):
     oversized_chunk_ratio: float = Field(
         default=3.0, gt=1, description="Chunking extension: oversized = this x doc median."
     )
+    low_confidence: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="Diagnoses whose confidence is below this are flagged low_confidence.",
+    )
 
 
 class PipelineConfig(_Cfg):

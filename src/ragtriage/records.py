@@ -320,6 +320,16 @@ class Judgement(Record):
     reason: str = ""
     judge: str = "rules"
     undetermined_reason: str | None = None
+    rule: str | None = Field(
+        default=None, description="Id of the answer-evaluation rule that decided (rules judge)."
+    )
+    confidence: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        allow_inf_nan=False,
+        description="Probability that the label is right, when the judge gives one.",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Judgement:
@@ -369,6 +379,24 @@ class Diagnosis(Record):
     undetermined_reason: str | None = None
     usage: LLMUsage = Field(default_factory=LLMUsage)
     label: str | None = Field(default=None, description="Question type copied from the example.")
+    answer_rule: str | None = Field(
+        default=None, description="Id of the answer-evaluation rule that decided (rules judge)."
+    )
+    confidence: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        allow_inf_nan=False,
+        description="Estimated probability that this diagnosis is right: for a failing answer "
+        "the failing verdict, the stage and the modal type; otherwise the not-failing verdict. "
+        "None for an undetermined diagnosis.",
+    )
+    low_confidence: bool = Field(
+        default=False, description="confidence is below diagnosis.low_confidence."
+    )
+    confidence_basis: str = Field(
+        default="", description="What the confidence was computed from, in a few words."
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Diagnosis:
