@@ -22,11 +22,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis._calls import LLMCalls
 from ragtriage.diagnosis.alignment import fact_swaps, substituted_names
+from ragtriage.diagnosis.answer_styles import AnswerView, answer_view
 from ragtriage.diagnosis.facts import (
     QuantityPool,
     dates_match,
@@ -34,6 +35,7 @@ from ragtriage.diagnosis.facts import (
     extract_entities,
     extract_quantities,
 )
+from ragtriage.diagnosis.question_parts import QuestionPart, mentions_part, question_parts
 from ragtriage.judge.parsing import parse_answer_label
 from ragtriage.judge.prompts import answer_eval_prompt, ground_truth_text
 from ragtriage.llm import LLMFailure
@@ -338,10 +340,6 @@ def answer_facts(
     )
 
 
-def _judgement(example: Example, label: AnswerLabel, reason: str) -> Judgement:
-    return Judgement(example_id=example.example_id, label=label, reason=reason, judge="rules")
-
-
 def strip_citations(answer: str) -> str:
     """The answer without citation markers such as ``[1]``, ``[2, 3]`` or ``【1】``."""
     return (
@@ -349,15 +347,129 @@ def strip_citations(answer: str) -> str:
     )
 
 
-def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Judgement:
-    """The offline judge. See the module docstring for the signals used."""
-    ans = strip_citations(answer).strip()
-    if not example.answerable:
-        if is_abstention(ans, example.query):
-            return _judgement(example, AnswerLabel.ABSTAIN, "abstained on an unanswerable question")
+def _judgement(example: Example, label: AnswerLabel, reason: str, rule: str) -> Judgement:
+    return Judgement(
+        example_id=example.example_id, label=label, reason=reason, judge="rules", rule=rule
+    )
+
+
+# -- ground-truth coverage ------------------------------------------------------------
+
+#: a ground-truth unit counts as covered when the answer holds this share of its words
+_UNIT_RECALL = 0.5
+#: long-form coverage: at or above -> may be correct; below _PARTIAL -> incorrect
+_FULL_COVERAGE = 0.75
+_PARTIAL_COVERAGE = 0.34
+
+
+@dataclass(frozen=True, slots=True)
+class GTCoverage:
+    """How much of a long-form ground truth an answer covers: the ground truth's sentences
+    (its *units*), and which of them the answer states (most of the unit's content words,
+    and every number and date of it)."""
+
+    units: tuple[str, ...]
+    covered: tuple[bool, ...]
+
+    @property
+    def share(self) -> float | None:
+        return sum(self.covered) / len(self.units) if self.units else None
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        return tuple(u for u, c in zip(self.units, self.covered, strict=True) if not c)
+
+
+def gt_units(ground_truth: str) -> tuple[str, ...]:
+    """The ground truth's fact units: its sentences with content (one unit for a short
+    ground truth)."""
+    units = [s.text for s in split_sentences(ground_truth) if content_tokens(s.text)]
+    return tuple(units) if units else (ground_truth,)
+
+
+def gt_coverage(ground_truth: str, answer: str) -> GTCoverage:
+    """Which fact units of the ground truth the answer covers (see :class:`GTCoverage`)."""
+    units = gt_units(ground_truth)
+    bag = Counter(content_tokens(answer))
+    covered = []
+    for unit in units:
+        words = Counter(content_tokens(unit))
+        recall = _overlap(bag, words)[1] if words else 0.0
+        ok = recall >= _UNIT_RECALL
+        if ok:
+            v = _values(unit, answer)
+            ok = not v.gt or v.hit == len(v.gt)
+        covered.append(ok)
+    return GTCoverage(units, tuple(covered))
+
+
+# -- the rules judge --------------------------------------------------------------------
+
+
+def _unanswerable(example: Example, view: AnswerView) -> Judgement:
+    if view.guesses and not is_abstention(view.final, example.query):
         return _judgement(
-            example, AnswerLabel.INCORRECT, "answered a question the corpus cannot answer"
+            example,
+            AnswerLabel.INCORRECT,
+            "declines, then guesses an answer the corpus cannot support",
+            "unanswerable_guess",
         )
+    if not view.text or view.final_declines or is_abstention(view.text, example.query):
+        where = (
+            "" if view.final_from == "whole answer" else f" (conclusion, from {view.final_from!r})"
+        )
+        return _judgement(
+            example,
+            AnswerLabel.ABSTAIN,
+            f"abstained on an unanswerable question{where}",
+            "unanswerable_abstain",
+        )
+    return _judgement(
+        example,
+        AnswerLabel.INCORRECT,
+        "answered a question the corpus cannot answer",
+        "unanswerable_answered",
+    )
+
+
+def _declined_parts(example: Example, view: AnswerView) -> list[QuestionPart]:
+    """Parts of a multi-part question that the answer declines while answering another."""
+    if not view.declines:
+        return []
+    parts = question_parts(example.query)
+    if len(parts) < 2:
+        return []
+    declined = [p for p in parts if any(mentions_part(p, d) for d in view.declining_clauses)]
+    if not declined:
+        return []
+    rest = _outside(view.text, view.declining_clauses)
+    answered = [p for p in parts if p not in declined and mentions_part(p, rest)]
+    if not answered:
+        return []
+    return declined
+
+
+def _outside(text: str, sentences: tuple[str, ...]) -> str:
+    out = text
+    for s in sentences:
+        out = out.replace(s, " ")
+    return out
+
+
+def _committed(view: AnswerView) -> str:
+    """The part of the answer that states the answer: the conclusion of a reasoning
+    answer when it states something itself, else the whole answer."""
+    if view.final_from == "whole answer" or view.final_declines:
+        return view.text
+    return view.final if content_tokens(view.final) else view.text
+
+
+def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Judgement:
+    """The offline judge. See the module docstring and docs/method.md for the rules."""
+    view = answer_view(answer)
+    ans = view.text
+    if not example.answerable:
+        return _unanswerable(example, view)
     gt = example.answer.strip()
     undecidable = Judgement(
         example_id=example.example_id,
@@ -368,24 +480,55 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
     if not ans:
         if not content_tokens(gt):
             return undecidable
-        return _judgement(example, AnswerLabel.ABSTAIN, "empty answer")
+        return _judgement(example, AnswerLabel.ABSTAIN, "empty answer", "empty")
     na, ng = normalize(ans), normalize(gt)
     if ng and na == ng:
-        return _judgement(example, AnswerLabel.CORRECT, "matches the ground truth")
-    if _has_cue(ans) and not _contains(na, ng) and is_abstention(ans, example.query):
-        if not content_tokens(gt):
-            return undecidable
-        return _judgement(example, AnswerLabel.ABSTAIN, "declines to answer")
+        return _judgement(example, AnswerLabel.CORRECT, "matches the ground truth", "exact")
+    if not content_tokens(gt):
+        return undecidable
+    coverage = gt_coverage(gt, ans)
+    contained = _contains(na, ng)
+    # a multi-part question answered for one part and declined for another
+    declined = _declined_parts(example, view)
+    if declined and not contained and (coverage.share or 0.0) < _FULL_COVERAGE:
+        names = ", ".join(repr(p.text) for p in declined)
+        return _judgement(
+            example,
+            AnswerLabel.INCORRECT,
+            f"partial abstention: declines {names} while answering the rest "
+            f"(covers {sum(coverage.covered)}/{len(coverage.units)} ground-truth statements)",
+            "partial_abstention",
+        )
+    if (
+        _has_cue(ans)
+        and not contained
+        and (view.final_declines or is_abstention(ans, example.query))
+        and (coverage.share or 0.0) < 0.5
+    ):
+        where = (
+            "" if view.final_from == "whole answer" else f" in its conclusion ({view.final_from})"
+        )
+        return _judgement(example, AnswerLabel.ABSTAIN, f"declines to answer{where}", "abstain")
+    # numbers and dates: conflicts in what the answer commits to (the conclusion of a
+    # reasoning answer, whose review of the documents may quote other years), hits anywhere
+    committed = _committed(view)
     values = _values(gt, ans)
+    said = values
+    if committed is not ans:
+        in_final = _values(gt, committed)
+        if in_final.answer:
+            said = in_final
+            values = replace(values, contradicted=in_final.contradicted, listed=in_final.listed)
     if values.contradicted:  # decided without tokenizing: a different number or date
         return _judgement(
             example,
             AnswerLabel.INCORRECT,
             f"numbers/dates disagree: ground truth {_show(values.contradicted)}, "
-            f"answer {_show(values.answer)}",
+            f"answer {_show(said.answer)}",
+            "value_conflict",
         )
     # order: the same facts attached to other events, or a name replaced in place
-    swaps = fact_swaps(gt, ans)
+    swaps = fact_swaps(gt, committed)
     if swaps:
         sw = swaps[0]
         return _judgement(
@@ -393,23 +536,32 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             AnswerLabel.INCORRECT,
             f"{sw.kind}s exchanged between events: the ground truth ties {sw.first!r} and "
             f"{sw.second!r} the other way round",
+            "fact_swap",
         )
-    subs = substituted_names(gt, ans, example.query)
+    subs = substituted_names(gt, committed, example.query)
     if subs:
         sub = subs[0]
         return _judgement(
             example,
             AnswerLabel.INCORRECT,
             f"names {sub.instead!r} where the ground truth names {sub.missing!r}",
+            "name_substituted",
         )
     facts = answer_facts(ans, gt, example.keypoints, values=values)
     if facts.gt_tokens == 0:
         return undecidable
     reasons: list[str] = []
+    rule = "overlap"
     # completeness and overlap
     if facts.contained:
         label = AnswerLabel.CORRECT
         reasons.append("contains the ground truth")
+        rule = "contains"
+    elif view.verbose and all(coverage.covered):
+        # a reasoning answer is long: its precision says nothing, its coverage does
+        label = AnswerLabel.CORRECT
+        reasons.append(f"states all {len(coverage.units)} ground-truth statement(s)")
+        rule = "gt_coverage"
     elif (facts.f1 >= config.correct_f1 and facts.recall >= 0.5) or facts.recall >= 0.8:
         label = AnswerLabel.CORRECT
         reasons.append(f"token F1 {facts.f1:.2f}, recall {facts.recall:.2f}")
@@ -430,6 +582,23 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
         )
         reasons.append(f"keypoints covered {kp:.2f}")
         label = kp_label
+        rule = "keypoints"
+    elif len(coverage.units) >= 2 and not facts.contained:
+        # a long-form ground truth: how many of its statements the answer makes
+        share = coverage.share or 0.0
+        n_cov, n = sum(coverage.covered), len(coverage.units)
+        if share < _PARTIAL_COVERAGE:
+            label = AnswerLabel.INCORRECT
+            reasons.append(f"covers {n_cov}/{n} ground-truth statements")
+            rule = "gt_coverage"
+        elif share < _FULL_COVERAGE and label is AnswerLabel.CORRECT:
+            label = AnswerLabel.POSSIBLE_CORRECT
+            reasons.append(f"covers {n_cov}/{n} ground-truth statements")
+            rule = "gt_coverage"
+        elif share >= _FULL_COVERAGE and label is not AnswerLabel.CORRECT:
+            label = AnswerLabel.CORRECT
+            reasons.append(f"covers {n_cov}/{n} ground-truth statements")
+            rule = "gt_coverage"
     # key facts: numbers and dates always, names for short ground truths
     n_names = len(facts.gt_names) if facts.gt_tokens <= _NAMES_MAX_TOKENS else 0
     n_facts = len(facts.gt_values) + n_names
@@ -441,18 +610,29 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
         if n_facts >= 2 and share <= 0.5 and label is not AnswerLabel.INCORRECT:
             label = AnswerLabel.POSSIBLE_CORRECT if strong else AnswerLabel.INCORRECT
             reasons.append(f"only {hit}/{n_facts} key facts (numbers, dates, names) present")
+            rule = "key_facts"
         elif share < 1.0 and label is AnswerLabel.CORRECT:
             label = AnswerLabel.POSSIBLE_CORRECT
             reasons.append(f"{hit}/{n_facts} key facts present")
-    if _has_cue(ans) and label is AnswerLabel.CORRECT:
+            rule = "key_facts"
+    if label is AnswerLabel.CORRECT and (view.final_declines or _HEDGE.search(view.final)):
         label = AnswerLabel.POSSIBLE_CORRECT
         reasons.append("hedged")
+        rule = "hedged"
     # a list of candidates is not an answer: the right date among several others
     # ("in November 2017, August 2019, ... and December 2021") commits to none of them
     if label is AnswerLabel.CORRECT and 0 < len(values.gt) <= 2 and values.listed >= 3:
         label = AnswerLabel.POSSIBLE_CORRECT
         reasons.append(f"the ground truth's value is one of {values.listed} listed")
-    return _judgement(example, label, "; ".join(reasons))
+        rule = "candidate_list"
+    return _judgement(example, label, "; ".join(reasons), rule)
+
+
+_HEDGE = re.compile(
+    r"\b(?:maybe|perhaps|possibly|probably|likely|might|may\s+(?:be|have)|not\s+(?:sure|certain)|"
+    r"unclear|it\s+(?:seems|appears))\b|可能|也许|大概|或许|似乎|不确定",
+    re.IGNORECASE,
+)
 
 
 def _show(values: tuple[str, ...]) -> str:

@@ -770,6 +770,9 @@ _MONTHS = {
 _MONTH_ALT = "|".join(sorted(_MONTHS, key=len, reverse=True))
 _ORD = r"(?:st|nd|rd|th)?"
 _YEAR = r"(1[5-9]\d{2}|20\d{2})"
+#: a year by position ("March 5, 3912", "5 April 6076", "Q3 2971"): any four digits. A
+#: wrong year is still a year; only a bare number needs the plausible range to count
+_POS_YEAR = r"(\d{4})"
 _QUARTER_WORDS = {
     "first": 1,
     "second": 2,
@@ -786,9 +789,9 @@ _QUARTER_WORDS = {
 }
 _ZH_SMALL_NUM = "[一二三四五六七八九十]{1,3}"
 
-_RE_AFTER_MONTH_DAY = re.compile(rf"[ \t]+(\d{{1,2}}){_ORD}\b(?:,?[ \t]+{_YEAR}\b)?")
-_RE_AFTER_MONTH_YEAR = re.compile(rf",?[ \t]+(?:of[ \t]+)?{_YEAR}\b")
-_RE_AFTER_MONTH_OPT_YEAR = re.compile(rf"(?:,?[ \t]+{_YEAR}\b)?")
+_RE_AFTER_MONTH_DAY = re.compile(rf"[ \t]+(\d{{1,2}}){_ORD}\b(?:,?[ \t]+{_POS_YEAR}\b)?")
+_RE_AFTER_MONTH_YEAR = re.compile(rf",?[ \t]+(?:of[ \t]+)?{_POS_YEAR}\b")
+_RE_AFTER_MONTH_OPT_YEAR = re.compile(rf"(?:,?[ \t]+{_POS_YEAR}\b)?")
 _RE_BEFORE_MONTH_DAY = re.compile(rf"(?<![\d.])(\d{{1,2}}){_ORD}[ \t]+(?:of[ \t]+)?$")
 _RE_BEFORE_MONTH_PREP = re.compile(
     r"\b(?:in|of|early|late|mid|since|until|by|during|from|to|before|after|through|"
@@ -796,12 +799,18 @@ _RE_BEFORE_MONTH_PREP = re.compile(
 )
 _RE_QUARTER = re.compile(
     r"\b(?:Q([1-4])|([1-4])Q|(first|second|third|fourth|1st|2nd|3rd|4th)[ \t]+quarter)"
-    rf"(?:[ \t]*(?:of[ \t]+)?(?:FY[ \t]?)?{_YEAR})?\b",
+    rf"(?:[ \t]*(?:of[ \t]+)?(?:FY[ \t]?)?{_POS_YEAR})?\b",
     re.IGNORECASE,
 )
 _RE_FY = re.compile(r"\bFY[ \t]?(\d{4})\b")
 _RE_BARE_YEAR = re.compile(r"(1[5-9]\d{2}|20\d{2})(?:s\b)?(?![\d%]|[.,]\d)")
 _NOT_BEFORE_YEAR = frozenset("0123456789$£€¥.,:/-")
+#: a four-digit number outside the bare-year range that a time preposition makes a year
+#: ("born in 3912", "until 1066"): an answer's impossible year must still be a date
+_RE_PREP_YEAR = re.compile(
+    r"\b(?:in|since|until|till|by|from|during|year|circa|before|after)[ \t]+(\d{4})\b(?![\d%]|[.,]\d)",
+    re.IGNORECASE,
+)
 _RE_AFTER_YEAR_NOT_DATE = re.compile(
     r"[ \t]*(?:%|percent|million|billion|thousand|yuan|dollars|元|万|亿|人|名|个|家|"
     r"people|employees|shares|units|items|cases|tons|km|kg)",
@@ -924,6 +933,10 @@ def _dates(text: str) -> tuple[DateMention, ...]:
         if m.end() < len(t) and t[m.end()] == "年":
             continue  # handled (with month/day) by the Chinese pattern
         add(int(m.group(1)), None, None, m.start(), m.end())
+    for m in _RE_PREP_YEAR.finditer(t) if has_digit else ():
+        if 1500 <= int(m.group(1)) <= 2099 or _RE_AFTER_YEAR_NOT_DATE.match(t, m.end()):
+            continue  # in range: the bare-year pattern has it; "in 3000 units"
+        add(int(m.group(1)), None, None, m.start(1), m.end(1))
 
     # keep the longest mention at each place; earlier start wins ties
     found.sort(key=lambda d: (d.start, -(d.end - d.start)))

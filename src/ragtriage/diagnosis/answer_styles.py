@@ -1,0 +1,207 @@
+"""How real LLM answers are written, and what an answer evaluation should read in them.
+
+Real answers are rarely one sentence. A GPT-4-class model writes a chain of thought over the
+documents, markdown lists, citations such as "(Doc 2)" or "[1]", and a conclusion ("Thus, the
+answer is …", "综上所述，…"); it declines inside its reasoning ("none of these documents
+provide the specific stock exchange…") or for one part of a question only. This module turns
+an answer into an :class:`AnswerView` that the rules judge reads:
+
+| what | how | failure it addresses (issue #9) |
+|---|---|---|
+| ``text`` | markdown markers and citations removed, one space between words | "**Revenue:** 3.2 million (Doc 2)" read as noise |
+| ``final`` | the text from the last conclusion marker on; else the last paragraph of a multi-paragraph answer; else everything | a reasoning answer judged on its review of the documents, not on what it concludes |
+| ``declines`` | sentences that decline (abstention cues, EN and ZH) anywhere in the answer | abstentions stated inside long reasoning counted as answers (E9 on unanswerable questions) |
+| ``final_declines`` | the conclusion declines | a verbose abstention read as an answer |
+| ``guesses`` | the answer guesses after declining ("…but it is likely …", "可能是") | a hedged guess on an unanswerable question read as an abstention |
+
+Pure and deterministic; linear in the answer length.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ragtriage.text import split_sentences
+
+__all__ = [
+    "AnswerView",
+    "answer_view",
+    "clean_answer",
+    "declining_sentence",
+]
+
+# -- cleaning -------------------------------------------------------------------------
+
+_CITATIONS = re.compile(
+    r"[ \t]*[\[【(（]\s*(?:(?:docs?|documents?|sources?|passages?|chunks?|refs?|references?|"
+    r"contexts?|文档|文件|资料|来源|段落|参考)\s*[:：#]?\s*)?"
+    r"(?:\d{1,3}|[A-Z])(?:\s*(?:[,，;；、]|-|–|and|&|和)\s*(?:(?:docs?|documents?|文档)\s*)?"
+    r"(?:\d{1,3}|[A-Z]))*\s*[\]】)）]",
+    re.IGNORECASE,
+)
+_MD_LINE = re.compile(
+    r"^[ \t]*(?:#{1,6}[ \t]+|>[ \t]*|(?:[-*+•·]|\d{1,2}[.)、]|[（(]\d{1,2}[)）])[ \t]+)"
+)
+_MD_EMPH = re.compile(r"\*\*|__|(?<!\w)\*(?!\s)|(?<!\s)\*(?!\w)|`+")
+_TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t:|-]{3,}\|?[ \t]*$")
+_SPACES = re.compile(r"[ \t]+")
+
+
+@lru_cache(maxsize=2048)
+def clean_answer(answer: str) -> str:
+    """The answer without markdown markers (headers, bullets, emphasis, table rules) and
+    citations ("[1]", "[2, 3]", "【1】", "(Doc 2)", "[Document 1]", "（文档2）"), lines
+    kept, runs of spaces folded. Text is never reordered, so a conclusion stays last."""
+    lines = []
+    for line in answer.replace("\r\n", "\n").split("\n"):
+        if _TABLE_RULE.match(line):
+            continue
+        line = _MD_LINE.sub("", line)
+        line = _MD_EMPH.sub("", line)
+        if "|" in line:
+            line = line.strip().strip("|").replace("|", ";")
+        line = _CITATIONS.sub("", line)
+        lines.append(_SPACES.sub(" ", line).strip())
+    return "\n".join(lines).strip()
+
+
+# -- declining --------------------------------------------------------------------------
+
+_EN_DECLINE = re.compile(
+    r"\b(?:"
+    r"i\s+(?:do\s*n[o']?t|don't|cannot|can't)\s+(?:know|say|tell|find|answer|determine)"
+    r"|i\s*(?:'m|am)\s+(?:not\s+sure|unable)"
+    r"|(?:no|not\s+(?:any|enough)|insufficient|lack\s+of|without)\s+(?:sufficient\s+|specific\s+|"
+    r"relevant\s+|explicit\s+|further\s+|direct\s+|detailed\s+|such\s+)*"
+    r"(?:information|info|data|details|evidence|mention|indication|record|figures?)"
+    r"|(?:is|are|was|were|has\s+been|have\s+been)\s+not\s+(?:explicitly\s+|directly\s+|clearly\s+|"
+    r"specifically\s+)?(?:mentioned|stated|specified|provided|given|available|found|included|"
+    r"addressed|disclosed|described|reported|covered|listed|detailed|known)"
+    r"|(?:does|do|did)\s*(?:n't|\s+not)\s+(?:explicitly\s+|directly\s+|specifically\s+|clearly\s+)?"
+    r"(?:provide|mention|specify|contain|include|state|say|give|indicate|disclose|address|"
+    r"describe|offer|cover|report|discuss|list|detail|reference)"
+    r"|(?:none|neither)\s+of\s+(?:the\s+|these\s+|those\s+)?(?:provided\s+|given\s+|retrieved\s+)?"
+    r"(?:documents?|passages?|sources?|contexts?|texts?|excerpts?|chunks?|docs?)"
+    r"|(?:cannot|can't|can\s+not|could\s+not|couldn't|unable\s+to|impossible\s+to|"
+    r"not\s+possible\s+to)\s+(?:be\s+)?(?:answer|determin|find|infer|conclud|identif|"
+    r"say|tell|know|provid|verif|confirm|establish|ascertain)\w*"
+    r"|unanswerable|no\s+answer"
+    r"|there\s+(?:is|are)\s+no\s+(?:specific\s+|explicit\s+|relevant\s+|available\s+)?"
+    r"(?:information|mention|data|record|evidence|details?|indication)"
+    r")\b",
+    re.IGNORECASE,
+)
+_ZH_DECLINE = re.compile(
+    r"无法(?:回答|确定|得知|判断|知道|提供|找到|获取|获得|得出|从|给出|确认)|无从|不知道|不清楚|不确定|"
+    r"(?:没有|未|并未|并没有|未能|均未|都未|均没有|都没有)(?:直接|明确|具体)?"
+    r"(?:提供|提到|提及|说明|明确|给出|找到|涉及|披露|记载|包含|显示|列出|描述|记录)|"
+    r"(?:没有|缺乏|缺少|无)(?:相关|足够|具体|明确|关于)?(?:的)?(?:信息|资料|数据|内容|记录|说明|描述)|"
+    r"信息(?:不足|不够|有限)|找不到|未知|不得而知"
+)
+# a guess after declining: the answer commits to a candidate it says it cannot support
+_GUESS = re.compile(
+    r"\b(?:likely|probably|presumably|possibly|may\s+have\s+been|might\s+(?:have\s+)?be(?:en)?|"
+    r"it\s+is\s+(?:reasonable|plausible)\s+to\s+(?:assume|infer)|my\s+best\s+guess|"
+    r"based\s+on\s+(?:general|my|common)\s+knowledge)\b|可能是|大概是|推测|估计是|据常识",
+    re.IGNORECASE,
+)
+# conclusion markers at the start of a sentence or line (EN, ZH)
+_CONCLUSION = re.compile(
+    r"(?:^|(?<=[\n.!?。！？：:]))\s*(?:"
+    r"(?:thus|therefore|hence|so|consequently|accordingly|overall|in\s+(?:conclusion|summary|short|sum)|"
+    r"to\s+(?:summarize|summarise|sum\s+up|conclude|answer\s+(?:the|your)\s+question)|"
+    r"in\s+short|all\s+in\s+all|final\s+answer|(?:the\s+)?(?:short\s+|final\s+|direct\s+)?answer)"
+    r"\b[\s,:：]*"
+    r"|综上所述|综上|因此|所以|总之|总的来说|总而言之|总结(?:一下|来说)?|结论|答案(?:是|为)|最终答案"
+    r")",
+    re.IGNORECASE,
+)
+# clause boundaries inside a sentence: a decline often covers one clause only
+_CLAUSES = re.compile(
+    r"[;；，,]|\s+(?:but|while|whereas|however|although)\s+|而|但是|然而|不过", re.IGNORECASE
+)
+_PARAGRAPH = re.compile(r"\n\s*\n|\n(?=\s*\S)")
+
+
+def declining_sentence(sentence: str) -> bool:
+    """True when the sentence declines (says the material does not tell), EN or ZH."""
+    return bool(_EN_DECLINE.search(sentence) or _ZH_DECLINE.search(sentence))
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerView:
+    """One answer as the rules judge reads it (see the module table)."""
+
+    #: the cleaned answer
+    text: str
+    #: the committed final answer (a suffix of ``text``)
+    final: str
+    #: how ``final`` was found: a conclusion marker's words, "last paragraph", or "whole answer"
+    final_from: str
+    #: sentences of ``text`` that decline, in order
+    declines: tuple[str, ...]
+    #: clauses of ``declines`` that carry the declining words ("…, while B's is unknown")
+    declining_clauses: tuple[str, ...]
+    #: the final answer declines
+    final_declines: bool
+    #: the answer guesses after declining
+    guesses: bool
+    #: number of sentences in ``text``
+    n_sentences: int
+
+    @property
+    def verbose(self) -> bool:
+        """A reasoning-style answer: a conclusion marker, or three sentences or more."""
+        return self.final_from != "whole answer" or self.n_sentences >= 3
+
+    @property
+    def declines_somewhere(self) -> bool:
+        return bool(self.declines)
+
+
+def _final(text: str) -> tuple[str, str]:
+    last = None
+    for m in _CONCLUSION.finditer(text):
+        last = m
+    if last is not None:
+        rest = text[last.start() :].strip()
+        # "So, the answer is …" with nothing after it is no conclusion
+        if len(rest) > len(last.group(0).strip()) + 1:
+            return rest, " ".join(last.group(0).split()).rstrip(",:：").lower() or "marker"
+    paragraphs = [p for p in _PARAGRAPH.split(text) if p.strip()]
+    if len(paragraphs) >= 3:
+        return paragraphs[-1].strip(), "last paragraph"
+    return text, "whole answer"
+
+
+@lru_cache(maxsize=2048)
+def answer_view(answer: str) -> AnswerView:
+    """Read ``answer`` (see :class:`AnswerView`)."""
+    text = clean_answer(answer)
+    final, final_from = _final(text)
+    sentences = [s.text for s in split_sentences(text)] if text else []
+    declines = tuple(s for s in sentences if declining_sentence(s))
+    clauses = tuple(
+        c.strip()
+        for d in declines
+        for c in _CLAUSES.split(d)
+        if c.strip() and declining_sentence(c)
+    )
+    final_declines = declining_sentence(final)
+    guesses = False
+    if declines:
+        # a guess counts only after the first declining sentence
+        first = text.find(declines[0])
+        guesses = bool(_GUESS.search(text, max(first, 0)))
+    return AnswerView(
+        text=text,
+        final=final,
+        final_from=final_from,
+        declines=declines,
+        declining_clauses=clauses,
+        final_declines=final_declines,
+        guesses=guesses,
+        n_sentences=len(sentences),
+    )

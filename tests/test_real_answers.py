@@ -1,0 +1,229 @@
+"""Answer evaluation on the styles real LLMs write (issue #9): reasoning then conclusion,
+markdown and citations, abstentions inside long answers, partial abstentions, impossible
+numbers, long-form ground truths covered in part. English and Chinese."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragtriage.config import DiagnosisConfig
+from ragtriage.diagnosis.answer_eval import evaluate_rules, gt_coverage
+from ragtriage.diagnosis.answer_styles import answer_view, clean_answer
+from ragtriage.diagnosis.facts import extract_dates
+from ragtriage.diagnosis.question_parts import mentions_part, question_parts
+from ragtriage.records import AnswerLabel, Example
+
+CFG = DiagnosisConfig()
+
+
+def judge(query: str, gt: str, answer: str, *, answerable: bool = True) -> tuple[AnswerLabel, str]:
+    ex = Example(example_id="x", query=query, answer=gt, answerable=answerable)
+    j = evaluate_rules(ex, answer, CFG)
+    assert j.label is not None
+    return j.label, j.reason
+
+
+# -- verbose abstentions on unanswerable questions ---------------------------------------
+
+VERBOSE_EN = """To determine the stock exchange, let's review the documents:
+
+1. **Doc 1** discusses Green Fields' IPO in March 2019 (Doc 1).
+2. **Doc 2** covers its dividend policy and the 2020 board changes [2].
+
+None of these documents provide the specific stock exchange on which Green Fields is
+listed. Thus, the answer cannot be determined from the provided documents."""
+
+VERBOSE_EN_LAST = """The documents describe Green Fields' 2019 IPO, its dividend policy and
+its new board of directors appointed in 2020.
+
+Doc 3 lists the underwriters of the offering.
+
+There is no information available regarding the stock exchange on which it is listed."""
+
+VERBOSE_ZH = """根据提供的文档：
+- 文档1介绍了绿野农业2019年3月的首次公开募股；
+- 文档2介绍了其分红政策。
+
+综上所述，文档中未提及绿野农业在哪个证券交易所上市，因此无法确定。"""
+
+
+@pytest.mark.parametrize("answer", [VERBOSE_EN, VERBOSE_EN_LAST, VERBOSE_ZH])
+def test_verbose_abstention_on_unanswerable_is_abstain(answer: str) -> None:
+    label, _ = judge(
+        "On which stock exchange is Green Fields listed?", "", answer, answerable=False
+    )
+    assert label is AnswerLabel.ABSTAIN
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The documents do not say which exchange. However, given its size it is likely "
+        "listed on the New York Stock Exchange.",
+        "文档中没有提到上市地点，但推测可能是上海证券交易所。",
+        "Green Fields is listed on the London Stock Exchange (Doc 2).",
+    ],
+)
+def test_guess_or_answer_on_unanswerable_is_incorrect(answer: str) -> None:
+    label, _ = judge(
+        "On which stock exchange is Green Fields listed?", "", answer, answerable=False
+    )
+    assert label is AnswerLabel.INCORRECT
+
+
+def test_verbose_abstention_on_answerable_is_abstain() -> None:
+    label, reason = judge(
+        "When did Green Fields list its shares?",
+        "Green Fields listed its shares in March 2019.",
+        VERBOSE_EN.replace("in March 2019", "recently"),
+    )
+    assert label is AnswerLabel.ABSTAIN
+    assert "conclusion" in reason
+
+
+# -- partial abstention ---------------------------------------------------------------------
+
+
+def test_partial_abstention_en_names_the_declined_entity() -> None:
+    label, reason = judge(
+        "What acquisitions did Green Fields Agriculture Ltd. and Harmony Health Co. make in 2019?",
+        "Green Fields Agriculture Ltd. acquired Newbridge Farm in March 2019, and Harmony "
+        "Health Co. acquired CarePlus Clinics in June 2019.",
+        "In March 2019, Green Fields Agriculture acquired Newbridge Farm (Doc 1). There is no "
+        "information available regarding acquisitions by Harmony Health Co. in the provided "
+        "documents.",
+    )
+    assert label is AnswerLabel.INCORRECT
+    assert "partial abstention" in reason and "Harmony Health" in reason
+
+
+def test_partial_abstention_zh_names_the_declined_entity() -> None:
+    label, reason = judge(
+        "绿野农业和捷翼航空在2019年分别进行了哪些重大资产收购？",
+        "绿野农业于2019年3月收购了新桥农场；捷翼航空于2019年6月收购了蓝天航修。",
+        "根据文档1，绿野农业于2019年3月收购了新桥农场。文档中未提及捷翼航空的收购情况。\n\n"
+        "综上所述，绿野农业收购了新桥农场，而捷翼航空的信息无法确定。",
+    )
+    assert label is AnswerLabel.INCORRECT
+    assert "partial abstention" in reason and "捷翼航空" in reason
+
+
+def test_declining_a_detail_the_ground_truth_lacks_is_not_partial_abstention() -> None:
+    label, _ = judge(
+        "What acquisitions did Acme Corp and Globex Holdings make in 2019?",
+        "Acme Corp acquired Beta Tools in 2019 and Globex Holdings acquired Delta Labs in 2019.",
+        "Acme Corp acquired Beta Tools in 2019, and Globex Holdings acquired Delta Labs in "
+        "2019. The documents do not mention the purchase prices.",
+    )
+    assert label in (AnswerLabel.CORRECT, AnswerLabel.POSSIBLE_CORRECT)
+
+
+# -- numbers: any magnitude ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("gt", "answer"),
+    [
+        ("Ann Lee was born on 13 April 1953.", "Ann Lee was born on 13 April 3912."),
+        (
+            "The work enters the public domain on January 1, 2026.",
+            "It will enter the public domain on January 1, 6076.",
+        ),
+        ("Ann Lee was born in 1953.", "Ann Lee was born in 3912."),
+        ("李某于1953年4月13日出生。", "李某出生于3912年4月13日。"),
+    ],
+)
+def test_impossible_years_contradict(gt: str, answer: str) -> None:
+    label, reason = judge("When?", gt, answer)
+    assert label is AnswerLabel.INCORRECT
+    assert "disagree" in reason
+
+
+def test_year_by_position_but_not_a_quantity() -> None:
+    assert [d.year for d in extract_dates("born 13 April 3912")] == [3912]
+    assert [d.year for d in extract_dates("on January 1, 6076")] == [6076]
+    assert extract_dates("shipped in 3000 units") == []
+
+
+def test_reasoning_quotes_other_years_but_concludes_right() -> None:
+    answer = (
+        "Let's look at the documents.\n- Doc 1: Acme's 2019 revenue was $25 million.\n"
+        "- Doc 2: Acme's 2020 revenue was $30 million, up 20%.\nThus, the answer is $30 million."
+    )
+    label, _ = judge(
+        "How much revenue did Acme report in 2020?",
+        "Acme reported revenue of $30 million in 2020.",
+        answer,
+    )
+    assert label is AnswerLabel.CORRECT
+
+
+def test_conclusion_with_wrong_amount_is_incorrect_zh() -> None:
+    answer = "根据文档2，公司2020年营业收入为3000万元。\n\n综上所述，答案是4500万元。"
+    label, _ = judge("该公司2020年营业收入是多少？", "该公司2020年营业收入为3000万元。", answer)
+    assert label is AnswerLabel.INCORRECT
+
+
+# -- long-form coverage ---------------------------------------------------------------------
+
+LONG_GT = (
+    "The court found Hale guilty of fraud. It sentenced him to five years in prison. "
+    "It also ordered restitution of $2 million to the investors."
+)
+
+
+def test_one_of_three_evidence_sentences_is_incorrect() -> None:
+    label, reason = judge(
+        "What did the court decide?", LONG_GT, "The court found Hale guilty of fraud."
+    )
+    assert label is AnswerLabel.INCORRECT
+    assert "1/3" in reason
+
+
+def test_two_of_three_evidence_sentences_is_possible_correct() -> None:
+    label, _ = judge(
+        "What did the court decide?",
+        LONG_GT,
+        "The court found Hale guilty of fraud and sentenced him to five years in prison.",
+    )
+    assert label is AnswerLabel.POSSIBLE_CORRECT
+
+
+def test_gt_coverage_units() -> None:
+    cov = gt_coverage(LONG_GT, "Hale was found guilty of fraud; restitution of $2 million.")
+    assert len(cov.units) == 3
+    assert cov.covered == (True, False, True)
+
+
+# -- reading answers ------------------------------------------------------------------------
+
+
+def test_clean_answer_strips_markdown_and_citations() -> None:
+    text = clean_answer(
+        "## Answer\n- **Revenue:** 3.2 million (Doc 2) [1, 3]\n| a | b |\n|---|---|"
+    )
+    assert "**" not in text and "(Doc 2)" not in text and "[1, 3]" not in text
+    assert "Revenue: 3.2 million" in text
+
+
+def test_answer_view_final_and_declines() -> None:
+    view = answer_view(VERBOSE_EN)
+    assert view.final.startswith("Thus")
+    assert view.final_declines and view.verbose and not view.guesses
+    zh = answer_view(VERBOSE_ZH)
+    assert zh.final.startswith("综上所述") and zh.final_declines
+
+
+def test_question_parts_en_and_zh() -> None:
+    parts = question_parts(
+        "Which company, JetWing Airlines or Starlight Media, reduced its debt first?"
+    )
+    assert [p.text for p in parts] == ["JetWing Airlines", "Starlight Media"]
+    zh = question_parts("比较华信科技与东方物流的营业收入。")
+    assert [p.text for p in zh] == ["华信科技", "东方物流"]
+    clauses = question_parts("When was the company founded and who is its chief executive?")
+    assert [p.kind for p in clauses] == ["clause", "clause"]
+    assert question_parts("When was Acme Corp founded?") == ()
+    green = question_parts("Compare Green Fields Agriculture Ltd. and Harmony Health Co.")[0]
+    assert mentions_part(green, "Green Fields Agriculture reported record sales.")
+    assert not mentions_part(green, "Harmony Health reported record sales.")
