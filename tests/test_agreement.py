@@ -244,3 +244,149 @@ def test_agree_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         main(["agree", str(run / "diagnoses.jsonl"), "--labels", str(bad)])
     assert exc.value.code == 2
     assert f"{bad}:2:stage" in capsys.readouterr().err
+
+
+# ------------------------------------------------- answer labels, splits, reliability
+
+ANSWER_LABELS = [
+    # a failure both call failing, right stage and type
+    {
+        "example_id": "f1",
+        "answer_label": "incorrect",
+        "stage": "retrieval",
+        "types": ["E4"],
+        "rationale": "one company missing",
+        "split": "dev",
+    },
+    # a failure, judge right on failing but wrong stage
+    {
+        "example_id": "f2",
+        "answer_label": "abstain",
+        "stage": "generation",
+        "types": ["E9"],
+        "split": "dev",
+    },
+    # a failure the judge missed (judge says correct)
+    {
+        "example_id": "f3",
+        "answer_label": "incorrect",
+        "stage": "generation",
+        "types": ["E16"],
+        "split": "test",
+    },
+    # not failures: judge agrees on n1, calls n2 failing
+    {"example_id": "n1", "answer_label": "correct", "stage": None, "types": [], "split": "test"},
+    {
+        "example_id": "n2",
+        "answer_label": "possible_correct",
+        "stage": "none",
+        "types": [],
+        "split": "test",
+    },
+]
+
+
+def _answer_diagnoses() -> list[Diagnosis]:
+    out = [
+        make_diag("f1", stage=Stage.RETRIEVAL, mode=E.E4),
+        make_diag("f2", answer_label=AnswerLabel.ABSTAIN, stage=Stage.RETRIEVAL, mode=E.E4),
+        make_diag("f3", answer_label=AnswerLabel.CORRECT),
+        make_diag("n1", answer_label=AnswerLabel.CORRECT),
+        make_diag("n2", stage=Stage.GENERATION, mode=E.E13),
+    ]
+    conf = {"f1": 0.9, "f2": 0.7, "f3": 0.3, "n1": 0.85, "n2": 0.45}
+    return [
+        d.model_copy(
+            update={"confidence": conf[d.example_id], "low_confidence": conf[d.example_id] < 0.5}
+        )
+        for d in out
+    ]
+
+
+def _answer_labels_file(tmp_path: Path) -> Path:
+    p = tmp_path / "labels.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in ANSWER_LABELS) + "\n", encoding="utf-8")
+    return p
+
+
+def test_answer_label_agreement_and_reliability(tmp_path: Path) -> None:
+    labels = read_labels(_answer_labels_file(tmp_path))
+    assert labels[3].stage is None and labels[4].stage is None
+    assert labels[0].answer_label is AnswerLabel.INCORRECT and labels[0].split == "dev"
+    rep = agreement(_answer_diagnoses(), labels)
+    # 4-class: f1 incorrect=incorrect, f2 abstain=abstain, f3 incorrect≠correct,
+    # n1 correct=correct, n2 possible_correct≠incorrect
+    assert (rep.answer_compared, rep.answer_agreement) == (5, pytest.approx(3 / 5))
+    a = rep.answer_confusion
+    assert a.matrix[a.labels.index("incorrect")][a.labels.index("correct")] == 1
+    # failing: f1, f2 agree; f3 missed; n1 agrees; n2 judge failing
+    assert (rep.failing_compared, rep.failing_agreement) == (5, pytest.approx(3 / 5))
+    assert (rep.human_failures, rep.failures_found) == (3, 2)
+    f = rep.failing_confusion
+    assert f.matrix[f.labels.index("failing")][f.labels.index("not_failing")] == 1
+    assert f.matrix[f.labels.index("not_failing")][f.labels.index("failing")] == 1
+    # stage only where both call failing: f1 right, f2 wrong; n2 is not compared
+    assert (rep.stage_compared, rep.stage_agreement) == (2, pytest.approx(0.5))
+    assert rep.type_compared == 2 and rep.type_accuracy == pytest.approx(0.5)
+    # right: f1 (0.9) yes, f2 (0.7) no, f3 (0.3) no, n1 (0.85) yes, n2 (0.45) no
+    r = rep.reliability
+    assert r.n == 5
+    bins = {round(b.lower, 1): b for b in r.bins if not b.empty}
+    assert set(bins) == {0.3, 0.4, 0.7, 0.8, 0.9}
+    assert r.ece == pytest.approx((0.1 + 0.7 + 0.3 + 0.15 + 0.45) / 5)
+    assert rep.low_confidence == 2
+
+
+def test_labels_split_filter_and_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from ragtriage.calibrate.agreement import labels_of_split
+
+    path = _answer_labels_file(tmp_path)
+    labels = read_labels(path)
+    assert [lab.example_id for lab in labels_of_split(labels, "dev", path=str(path))] == [
+        "f1",
+        "f2",
+    ]
+    with pytest.raises(InputError, match="no label has split 'dev'"):
+        labels_of_split(labels[2:], "dev", path=str(path))
+    run = tmp_path / "run"
+    write_jsonl(run / "diagnoses.jsonl", _answer_diagnoses())
+    out_json = tmp_path / "a.json"
+    with pytest.raises(SystemExit) as exc:
+        main(["agree", str(run), "--labels", str(path), "--split", "test", "--json", str(out_json)])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "human failures found" in out and "1 of 1" not in out and "0 of 1" in out
+    assert "Reliability: confidence vs diagnosis right" in out and "ECE" in out
+    data = json.loads(out_json.read_text(encoding="utf-8"))
+    assert data["answer_compared"] == 3
+    assert data["reliability"]["n"] == 3
+    assert len(data["reliability"]["bins"]) == 10
+
+
+@pytest.mark.parametrize(
+    ("row", "field"),
+    [
+        ({"example_id": "a", "answer_label": "incorrect", "stage": None, "types": []}, "stage"),
+        ({"example_id": "a", "answer_label": "correct", "stage": None, "types": ["E4"]}, "types"),
+        ({"example_id": "a", "answer_label": "great", "stage": None, "types": []}, "answer_label"),
+        ({"example_id": "a", "stage": None, "types": []}, "stage"),
+        ({"example_id": "a", "answer_label": "correct", "split": 3}, "split"),
+    ],
+)
+def test_bad_answer_label_rows(tmp_path: Path, row: dict[str, object], field: str) -> None:
+    p = tmp_path / "l.jsonl"
+    p.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as exc:
+        read_labels(p)
+    assert (exc.value.line, exc.value.field) == (1, field)
+
+
+def test_csv_with_answer_label_and_empty_stage(tmp_path: Path) -> None:
+    p = _labels_file(
+        tmp_path,
+        "example_id,answer_label,stage,types,rationale,split\n"
+        "n1,correct,,,fine,dev\nf1,incorrect,retrieval,E4,missing,test\n",
+    )
+    labels = read_labels(p)
+    assert labels[0].stage is None and labels[0].split == "dev"
+    assert labels[1].stage is Stage.RETRIEVAL

@@ -2,9 +2,23 @@
 
 Input: diagnoses plus a CSV or JSONL file of human labels with ``example_id``,
 ``stage``, ``types`` (one or more error types, ``;``-separated in CSV; may be empty
-for a stage-only annotation) and optionally ``annotator``.
+for a stage-only annotation) and optionally ``annotator``, ``answer_label``
+(correct | possible_correct | incorrect | abstain) and ``split``; other fields (e.g.
+``rationale``) are ignored. With an ``answer_label`` the ``stage`` may be empty,
+``null`` or ``none``: the human says the answer is not a failure. Without one, every
+labelled example is a failure (the original format).
 
 Output (seed 000 §5, Table 1; seed 001 §4):
+
+* answer-label agreement (4-class, on examples with a human ``answer_label``) and
+  failing/not-failing agreement (human: a stage was given; judge: the answer went on
+  to diagnosis), each with κ and a confusion matrix, and how many of the human
+  failures the judge found;
+* stage and type agreement on the examples both call failing;
+* the reliability table and ECE of the per-diagnosis ``confidence`` against "the
+  diagnosis is right" (not failing: both say not failing; failing: both say failing,
+  the stage is the human majority stage and the modal type one of the human types),
+  and of ``mode_frequency`` against "the modal type is right";
 
 * stage agreement rate and the stage confusion matrix (rows human, columns judge);
 * error-type accuracy (the judge's mode is one of the human types) and top-2
@@ -33,7 +47,15 @@ from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from ragtriage.errors import InputError
 from ragtriage.jsonl import iter_json_lines
-from ragtriage.records import ERROR_TYPE_NAMES, ERROR_TYPE_STAGE, Diagnosis, ErrorType, Stage
+from ragtriage.metrics.calibration import Reliability, reliability
+from ragtriage.records import (
+    ERROR_TYPE_NAMES,
+    ERROR_TYPE_STAGE,
+    AnswerLabel,
+    Diagnosis,
+    ErrorType,
+    Stage,
+)
 
 __all__ = [
     "AgreementReport",
@@ -43,7 +65,9 @@ __all__ = [
     "KappaResult",
     "agreement",
     "cohen_kappa",
+    "diagnosis_correct",
     "fleiss_kappa",
+    "labels_of_split",
     "parse_stage",
     "parse_types",
     "read_labels",
@@ -51,6 +75,12 @@ __all__ = [
 ]
 
 DEFAULT_ANNOTATOR = "annotator"
+#: the "stage" of a label whose human says the answer is not a failure
+NOT_FAILING = "none"
+FAILING = "failing"
+_ANSWER_COLUMNS = [*(a.value for a in AnswerLabel), "undetermined"]
+_FAILING_COLUMNS = [FAILING, "not_failing", "undetermined"]
+_NO_STAGE_VALUES = ("", "none", "null", "-")
 
 _STAGE_ALIASES: dict[str, Stage] = {
     "chunk": Stage.CHUNKING,
@@ -70,13 +100,23 @@ class _Frozen(BaseModel):
 
 
 class HumanLabel(_Frozen):
-    """One annotator's label for one example."""
+    """One annotator's label for one example; ``stage is None``: not a failure."""
 
     example_id: str
-    stage: Stage
+    stage: Stage | None
     types: tuple[ErrorType, ...]
     annotator: str
     line: int
+    answer_label: AnswerLabel | None = None
+    split: str | None = None
+
+    @property
+    def failing(self) -> bool:
+        return self.stage is not None
+
+    @property
+    def stage_name(self) -> str:
+        return self.stage.value if self.stage is not None else NOT_FAILING
 
 
 class KappaResult(_Frozen):
@@ -126,6 +166,21 @@ class AgreementReport(_Frozen):
     type_kappa: KappaResult
     fleiss_stage: KappaResult
     annotator_vs_judge: list[AnnotatorComparison]
+    answer_compared: int
+    answer_agreement: float | None
+    answer_confusion: Confusion
+    answer_kappa: KappaResult
+    failing_compared: int
+    failing_agreement: float | None
+    failing_confusion: Confusion
+    failing_kappa: KappaResult
+    human_failures: int
+    failures_found: int
+    low_confidence: int
+    #: confidence vs "the diagnosis is right"
+    reliability: Reliability
+    #: mode frequency vs "the modal type is one of the human types"
+    mode_reliability: Reliability
 
 
 # ------------------------------------------------------------------ parsing
@@ -176,7 +231,9 @@ def _label_from(
     raw: Mapping[str, Any], *, path: str, line: int, fields_present: Iterable[str]
 ) -> HumanLabel:
     present = set(fields_present)
-    for key in ("example_id", "stage", "types"):
+    answer_label = _answer_label(raw.get("answer_label"), path=path, line=line)
+    required = ("example_id", "stage", "types") if answer_label is None else ("example_id",)
+    for key in required:
         if key not in present:
             raise InputError(f"missing required field {key!r}", path=path, line=line, field=key)
     eid = raw.get("example_id")
@@ -185,12 +242,25 @@ def _label_from(
     if not isinstance(eid, str) or not eid.strip():
         raise InputError("empty or non-string example id", path=path, line=line, field="example_id")
     stage_raw = raw.get("stage")
-    if not isinstance(stage_raw, str):
+    stage: Stage | None = None
+    if answer_label is not None and (
+        stage_raw is None
+        or (isinstance(stage_raw, str) and stage_raw.strip().lower() in _NO_STAGE_VALUES)
+    ):
+        if answer_label is AnswerLabel.INCORRECT:
+            raise InputError(
+                "an 'incorrect' answer is a failure: give the stage of its root cause",
+                path=path,
+                line=line,
+                field="stage",
+            )
+    elif not isinstance(stage_raw, str):
         raise InputError("expected a stage name", path=path, line=line, field="stage")
-    try:
-        stage = parse_stage(stage_raw)
-    except ValueError as exc:
-        raise InputError(str(exc), path=path, line=line, field="stage") from exc
+    else:
+        try:
+            stage = parse_stage(stage_raw)
+        except ValueError as exc:
+            raise InputError(str(exc), path=path, line=line, field="stage") from exc
     types_raw = raw.get("types")
     if types_raw is None:
         types_raw = ""
@@ -205,8 +275,15 @@ def _label_from(
         types = parse_types(types_raw)
     except ValueError as exc:
         raise InputError(str(exc), path=path, line=line, field="types") from exc
+    if stage is None and types:
+        raise InputError(
+            "types given for an answer that is not a failure (empty stage)",
+            path=path,
+            line=line,
+            field="types",
+        )
     wrong = [t for t in types if ERROR_TYPE_STAGE[t] is not stage]
-    if wrong:
+    if wrong and stage is not None:
         raise InputError(
             f"error type {wrong[0].value} belongs to stage {ERROR_TYPE_STAGE[wrong[0]].value}, "
             f"not {stage.value}",
@@ -219,8 +296,48 @@ def _label_from(
         ann = DEFAULT_ANNOTATOR
     if not isinstance(ann, str | int) or isinstance(ann, bool):
         raise InputError("expected an annotator name", path=path, line=line, field="annotator")
+    split = raw.get("split")
+    if split is not None and not isinstance(split, str):
+        raise InputError("expected a split name such as 'dev'", path=path, line=line, field="split")
     return HumanLabel(
-        example_id=eid.strip(), stage=stage, types=types, annotator=str(ann).strip(), line=line
+        example_id=eid.strip(),
+        stage=stage,
+        types=types,
+        annotator=str(ann).strip(),
+        line=line,
+        answer_label=answer_label,
+        split=split.strip() or None if split is not None else None,
+    )
+
+
+SPLITS = ("dev", "test", "all")
+
+
+def labels_of_split(labels: Sequence[HumanLabel], split: str, *, path: str) -> list[HumanLabel]:
+    """The labels whose ``split`` field is ``split`` (``all``: every label)."""
+    if split not in SPLITS:
+        raise InputError(f"unknown split {split!r}; use dev, test or all", field="--split")
+    if split == "all":
+        return list(labels)
+    out = [lab for lab in labels if lab.split == split]
+    if not out:
+        raise InputError(f"no label has split {split!r}", path=path, field="split")
+    return out
+
+
+def _answer_label(value: object, *, path: str, line: int) -> AnswerLabel | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, str):
+        try:
+            return AnswerLabel(value.strip().lower())
+        except ValueError:
+            pass
+    raise InputError(
+        f"unknown answer label {value!r}; expected one of {[a.value for a in AnswerLabel]}",
+        path=path,
+        line=line,
+        field="answer_label",
     )
 
 
@@ -359,6 +476,45 @@ def _share(n: int, d: int) -> float | None:
     return None if d <= 0 else n / d
 
 
+def _human_failing(labs: Sequence[HumanLabel]) -> bool | None:
+    """Majority of the annotators' failing/not-failing calls; ``None`` on a tie."""
+    m = _majority(FAILING if lab.failing else NOT_FAILING for lab in labs)
+    return None if m is None else m == FAILING
+
+
+def _judge_failing(d: Diagnosis) -> str:
+    if d.answer_label is None:
+        return "undetermined"
+    return FAILING if d.needs_diagnosis else "not_failing"
+
+
+def _failing_pool(labs: Sequence[HumanLabel]) -> tuple[str | None, Counter[ErrorType]]:
+    """The human majority stage among the failing labels (``None`` on a tie) and the
+    human types of that stage (of all failing labels on a tie)."""
+    failing = [lab for lab in labs if lab.stage is not None]
+    majority = _majority(lab.stage_name for lab in failing)
+    pool = failing if majority is None else [lab for lab in failing if lab.stage_name == majority]
+    return majority, Counter(t for lab in pool for t in lab.types)
+
+
+def diagnosis_correct(d: Diagnosis, labs: Sequence[HumanLabel]) -> bool | None:
+    """Is the diagnosis right by the human labels of its example? Not failing: both say
+    not failing. Failing: both say failing, the stage is the human majority stage and
+    the modal type is one of that stage's human types. ``None`` when the humans tie on
+    failing/stage or gave no types (cannot tell)."""
+    human = _human_failing(labs)
+    if human is None or d.answer_label is None:
+        return None
+    if not human:
+        return not d.needs_diagnosis
+    if not d.needs_diagnosis:
+        return False
+    majority, types = _failing_pool(labs)
+    if majority is None or not types:
+        return None
+    return d.stage is not None and d.stage.value == majority and d.error_type in types
+
+
 def agreement(
     diagnoses: Sequence[Diagnosis],
     labels: Sequence[HumanLabel],
@@ -380,17 +536,43 @@ def agreement(
     j_stage: list[str] = []
     h_type: list[str] = []
     j_type: list[str] = []
-    top1 = top2 = 0
+    h_answer: list[str] = []
+    j_answer: list[str] = []
+    h_fail: list[str] = []
+    j_fail: list[str] = []
+    confidences: list[float | None] = []
+    right: list[bool] = []
+    mode_freqs: list[float | None] = []
+    type_right: list[bool] = []
+    top1 = top2 = low = 0
+    order = {t: i for i, t in enumerate(ErrorType)}
     for eid, labs in by_example.items():
         d = diag.get(eid)
         if d is None:
             continue
+        low += d.low_confidence
+        answer_majority = _majority(
+            lab.answer_label.value for lab in labs if lab.answer_label is not None
+        )
+        if answer_majority is not None:
+            h_answer.append(answer_majority)
+            j_answer.append(d.answer_label.value if d.answer_label is not None else "undetermined")
+        human_failing = _human_failing(labs)
+        if human_failing is not None:
+            h_fail.append(FAILING if human_failing else "not_failing")
+            j_fail.append(_judge_failing(d))
+        ok = diagnosis_correct(d, labs)
+        if ok is not None:
+            confidences.append(d.confidence)
+            right.append(ok)
         if d.needs_diagnosis and d.answer_label is not None:
             confirmed += 1
+        if human_failing is False:
+            continue
         if d.stage is None or not d.needs_diagnosis:
             no_stage += 1
             continue
-        majority = _majority(lab.stage.value for lab in labs)
+        majority, human_types = _failing_pool(labs)
         if majority is None:
             no_consensus += 1
         else:
@@ -398,8 +580,6 @@ def agreement(
             j_stage.append(d.stage.value)
         if d.error_type is None:
             continue
-        pool = labs if majority is None else [lab for lab in labs if lab.stage.value == majority]
-        human_types = Counter(t for lab in pool for t in lab.types)
         if not human_types:
             no_types += 1
             continue
@@ -407,7 +587,8 @@ def agreement(
         hit2 = hit1 or (d.second_type is not None and d.second_type in human_types)
         top1 += hit1
         top2 += hit2
-        order = {t: i for i, t in enumerate(ErrorType)}
+        mode_freqs.append(d.mode_frequency)
+        type_right.append(hit1)
         primary = (
             d.error_type
             if hit1
@@ -418,11 +599,13 @@ def agreement(
 
     stage_agree = sum(1 for h, j in zip(h_stage, j_stage, strict=True) if h == j)
 
-    # Fleiss' κ across annotators: one row of stage counts per example
+    # Fleiss' κ across annotators: one row of stage counts per example ("none" is a
+    # category of its own when some human said "not a failure")
+    categories = stage_names + ([NOT_FAILING] if any(not lab.failing for lab in labels) else [])
     fleiss_rows = []
     for labs in by_example.values():
-        c = Counter(lab.stage.value for lab in labs)
-        fleiss_rows.append([c[s] for s in stage_names])
+        c = Counter(lab.stage_name for lab in labs)
+        fleiss_rows.append([c[s] for s in categories])
     fleiss = (
         fleiss_kappa(fleiss_rows)
         if len(annotators) >= 2
@@ -437,14 +620,14 @@ def agreement(
             m_lab: list[str] = []
             for eid, labs in by_example.items():
                 mine = [lab for lab in labs if lab.annotator == ann]
-                others = [lab.stage.value for lab in labs if lab.annotator != ann]
+                others = [lab.stage_name for lab in labs if lab.annotator != ann]
                 d = diag.get(eid)
                 if not mine or not others or d is None or d.stage is None or not d.needs_diagnosis:
                     continue
                 m = _majority(others)
                 if m is None:
                     continue
-                a_lab.append(mine[0].stage.value)
+                a_lab.append(mine[0].stage_name)
                 j_lab.append(d.stage.value)
                 m_lab.append(m)
             ka = cohen_kappa(a_lab, m_lab)
@@ -465,6 +648,7 @@ def agreement(
             )
 
     matched = len(by_example) - len(missing)
+    pairs_fail = list(zip(h_fail, j_fail, strict=True))
     return AgreementReport(
         labels_file=labels_file,
         label_rows=len(labels),
@@ -487,6 +671,21 @@ def agreement(
         type_kappa=cohen_kappa(j_type, h_type),
         fleiss_stage=fleiss,
         annotator_vs_judge=comparisons,
+        answer_compared=len(h_answer),
+        answer_agreement=_share(
+            sum(1 for h, j in zip(h_answer, j_answer, strict=True) if h == j), len(h_answer)
+        ),
+        answer_confusion=_confusion(_ANSWER_COLUMNS, h_answer, j_answer),
+        answer_kappa=cohen_kappa(j_answer, h_answer),
+        failing_compared=len(h_fail),
+        failing_agreement=_share(sum(1 for h, j in pairs_fail if h == j), len(h_fail)),
+        failing_confusion=_confusion(_FAILING_COLUMNS, h_fail, j_fail),
+        failing_kappa=cohen_kappa(j_fail, h_fail),
+        human_failures=sum(1 for h in h_fail if h == FAILING),
+        failures_found=sum(1 for h, j in pairs_fail if h == j == FAILING),
+        low_confidence=low,
+        reliability=reliability(confidences, right),
+        mode_reliability=reliability(mode_freqs, type_right),
     )
 
 

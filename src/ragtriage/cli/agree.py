@@ -22,19 +22,30 @@ def register(app: typer.Typer) -> None:
         labels: Path = typer.Option(
             ...,
             "--labels",
-            help="Human labels: CSV or JSONL with example_id, stage, types[, annotator].",
+            help="Human labels: CSV or JSONL with example_id, stage, types[, annotator, "
+            "answer_label, split]; with an answer_label, an empty stage means 'not a failure'.",
+        ),
+        split: str = typer.Option(
+            "all", "--split", help="dev | test | all: only the labels of this split."
         ),
         json_path: Path | None = typer.Option(
             None, "--json", help="Also write the report as JSON."
         ),
     ) -> None:
-        """Stage/type agreement, confusion matrices and κ of the judge vs human labels."""
+        """Answer-label, stage and type agreement (confusion matrices, κ) of the judge vs
+        human labels, and the reliability table + ECE of the diagnoses' confidence."""
         # imported here: scikit-learn takes ~1 s to import, and every command pays for
         # what the CLI module imports at the top
-        from ragtriage.calibrate.agreement import agreement, read_labels, report_json
+        from ragtriage.calibrate.agreement import (
+            agreement,
+            labels_of_split,
+            read_labels,
+            report_json,
+        )
 
         dpath = diagnoses / DIAGNOSES if diagnoses.is_dir() else diagnoses
-        report = agreement(read_diagnoses(dpath), read_labels(labels), labels_file=str(labels))
+        human = labels_of_split(read_labels(labels), split, path=str(labels))
+        report = agreement(read_diagnoses(dpath), human, labels_file=str(labels))
         render_agreement(report, make_console())
         if json_path is not None:
             atomic_write_text(json_path, report_json(report))

@@ -10,12 +10,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from ragtriage.records import ERROR_TYPE_NAMES, Stage
-from ragtriage.report._fmt import fmt_delta, fmt_int, fmt_pct
+from ragtriage.report._fmt import fmt_delta, fmt_float, fmt_int, fmt_pct
 from ragtriage.report.aggregate import Summary, share
 from ragtriage.report.compare import Comparison
 
 if TYPE_CHECKING:
     from ragtriage.calibrate.agreement import AgreementReport, Confusion, KappaResult
+    from ragtriage.metrics.calibration import Reliability
     from ragtriage.store import RunInfo, TrendRow
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "render_agreement",
     "render_comparison",
     "render_headline",
+    "render_reliability",
     "render_runs",
     "render_summary",
     "render_trend",
@@ -369,6 +371,34 @@ def _matrix(title: str, conf: Confusion, console: Console, *, skip_empty: bool) 
     console.print(table)
 
 
+def render_reliability(rel: Reliability, title: str, console: Console) -> None:
+    """A reliability table (accuracy per confidence bin) with ECE and Brier score."""
+    table = Table(title=title, title_justify="left")
+    for col in ("confidence", "n", "mean conf.", "accuracy", "gap"):
+        table.add_column(col, justify="left" if col == "confidence" else "right")
+    for b in rel.bins:
+        close = "]" if b is rel.bins[-1] else ")"
+        table.add_row(
+            f"[{b.lower:.1f}, {b.upper:.1f}{close}",
+            fmt_int(b.n),
+            "empty" if b.empty else fmt_float(b.mean_confidence, 2),
+            "" if b.empty else fmt_pct(b.accuracy),
+            "" if b.empty else fmt_float(b.gap, 2),
+        )
+    console.print(table)
+    if rel.ece is None:
+        console.print(f"ECE: n/a ({rel.reason})", highlight=False)
+    else:
+        console.print(
+            f"ECE {rel.ece:.3f}, Brier {fmt_float(rel.brier)}, accuracy {fmt_pct(rel.accuracy)} "
+            f"vs mean confidence {fmt_pct(rel.mean_confidence)} (n={rel.n})"
+            + (
+                f"; {rel.without_confidence} without a confidence" if rel.without_confidence else ""
+            ),
+            highlight=False,
+        )
+
+
 def render_agreement(report: AgreementReport, console: Console) -> None:
     """Agreement of the judge with human labels (seed 000 Table 1; seed 001 §4)."""
     r = report
@@ -379,6 +409,20 @@ def render_agreement(report: AgreementReport, console: Console) -> None:
     head.add_row("annotators", escape(", ".join(r.annotators)))
     if r.missing_diagnosis:
         head.add_row("labelled but not diagnosed", fmt_int(len(r.missing_diagnosis)))
+    if r.answer_compared:
+        head.add_row(
+            "answer label agreement (4 classes)",
+            f"{fmt_pct(r.answer_agreement)} (n={r.answer_compared})",
+        )
+        head.add_row("answer label Cohen's κ", _kappa(r.answer_kappa))
+    head.add_row(
+        "failing / not failing agreement",
+        f"{fmt_pct(r.failing_agreement)} (n={r.failing_compared})",
+    )
+    head.add_row("failing / not failing Cohen's κ", _kappa(r.failing_kappa))
+    head.add_row("human failures found", f"{r.failures_found} of {r.human_failures}")
+    if r.low_confidence:
+        head.add_row("low-confidence diagnoses", fmt_int(r.low_confidence))
     head.add_row(
         "judge also found them failing",
         f"{r.judge_confirmed_failing} ({fmt_pct(r.judge_confirmed_share)})",
@@ -394,6 +438,9 @@ def render_agreement(report: AgreementReport, console: Console) -> None:
     if r.no_human_types:
         head.add_row("examples without human types", fmt_int(r.no_human_types))
     console.print(head)
+    if r.answer_compared:
+        _matrix("Answer label confusion", r.answer_confusion, console, skip_empty=True)
+    _matrix("Failing / not failing confusion", r.failing_confusion, console, skip_empty=True)
     _matrix("Stage confusion (seed 000 Table 1)", r.stage_confusion, console, skip_empty=False)
     if r.type_compared:
         _matrix("Type confusion", r.type_confusion, console, skip_empty=True)
@@ -415,3 +462,7 @@ def render_agreement(report: AgreementReport, console: Console) -> None:
                 fmt_pct(c.relative_drop),
             )
         console.print(cmp)
+    render_reliability(r.reliability, "Reliability: confidence vs diagnosis right", console)
+    render_reliability(
+        r.mode_reliability, "Reliability: mode frequency vs modal type right", console
+    )
