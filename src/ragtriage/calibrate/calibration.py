@@ -6,6 +6,10 @@ correct and diagnosed nothing (``not_flagged``) — is kept as its own column of
 confusion matrix and counts as wrong in accuracies; it is never dropped. Precision,
 recall and F1 come from scikit-learn; a value that is undefined (no prediction of a
 type, no case of it) is ``None``, never a silent 0 or NaN.
+
+Each setting also gets two reliability tables with ECE
+(:mod:`ragtriage.metrics.calibration`): the diagnosis ``confidence`` against "stage and
+type both right", and ``mode_frequency`` against "the modal type is right".
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Literal
 from pydantic import JsonValue
 from sklearn.metrics import precision_recall_fscore_support
 
+from ragtriage.metrics.calibration import Reliability, reliability
 from ragtriage.records import Diagnosis, ErrorType, Stage
 
 __all__ = [
@@ -57,16 +62,20 @@ class Prediction:
     error_type: str | None
     second_type: str | None = None
     outcome: Outcome = "diagnosed"
+    confidence: float | None = None
+    mode_frequency: float | None = None
 
     @classmethod
     def from_diagnosis(cls, d: Diagnosis) -> Prediction:
         if not d.needs_diagnosis and not d.undetermined:
-            return cls(None, None, None, "not_flagged")
+            return cls(None, None, None, "not_flagged", d.confidence)
         return cls(
             d.stage.value if d.stage is not None else None,
             d.error_type.value if d.error_type is not None else None,
             d.second_type.value if d.second_type is not None else None,
             "undetermined" if d.undetermined else "diagnosed",
+            d.confidence,
+            d.mode_frequency,
         )
 
     def _missing(self) -> str:
@@ -223,6 +232,10 @@ class SettingReport:
     #: cases whose stage was found but whose type was undecidable
     type_undetermined: int
     by_injector: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
+    #: confidence vs "stage and type right"
+    reliability: Reliability = field(default_factory=lambda: reliability([], []))
+    #: mode frequency vs "modal type right" (cases with a modal type)
+    mode_reliability: Reliability = field(default_factory=lambda: reliability([], []))
 
     @property
     def key(self) -> str:
@@ -244,6 +257,8 @@ class SettingReport:
             "stage_scores": [s.to_dict() for s in self.stage_scores],
             "type_scores": [s.to_dict() for s in self.type_scores],
             "by_injector": {k: dict(v) for k, v in self.by_injector.items()},
+            "reliability": self.reliability.to_dict(),
+            "mode_reliability": self.mode_reliability.to_dict(),
         }
 
 
@@ -273,6 +288,7 @@ def score_setting(
                 "type_accuracy": accuracy([true_t[i] for i in idx], [pred_t[i] for i in idx]),
             }
     outcomes = Counter(p.outcome for p in predictions)
+    typed = [(p, t) for p, t in zip(predictions, true_t, strict=True) if p.error_type is not None]
     return SettingReport(
         judge=judge,
         strategy=strategy,
@@ -292,4 +308,14 @@ def score_setting(
             1 for p in predictions if p.stage is not None and p.error_type is None
         ),
         by_injector=by_injector,
+        reliability=reliability(
+            [p.confidence for p in predictions],
+            [
+                p.stage_label == s and p.type_label == t
+                for p, s, t in zip(predictions, true_s, true_t, strict=True)
+            ],
+        ),
+        mode_reliability=reliability(
+            [p.mode_frequency for p, _ in typed], [p.error_type == t for p, t in typed]
+        ),
     )

@@ -27,6 +27,7 @@ from rich.table import Table
 
 from ragtriage.config import PipelineConfig, load_config
 from ragtriage.errors import ConfigError, InputError
+from ragtriage.report.terminal import render_reliability
 
 if TYPE_CHECKING:
     from ragtriage.calibrate._run import CalibrationResult
@@ -107,6 +108,8 @@ def _summary_table(reports: list[SettingReport]) -> Table:
         "macro F1",
         "undetermined",
         "not flagged",
+        "ECE",
+        "ECE mode freq.",
     ):
         table.add_column(col, justify="left" if col == "judge/strategy" else "right")
     for r in reports:
@@ -119,6 +122,8 @@ def _summary_table(reports: list[SettingReport]) -> Table:
             _num(r.type_macro_f1),
             str(r.outcomes.get("undetermined", 0) + r.type_undetermined),
             str(r.outcomes.get("not_flagged", 0)),
+            _num(r.reliability.ece),
+            _num(r.mode_reliability.ece),
         )
     return table
 
@@ -167,6 +172,11 @@ def print_result(console: Console, result: CalibrationResult) -> None:
         console.print(_matrix_table(f"stage confusion — {r.key}", r.stage_confusion))
         console.print(_matrix_table(f"type confusion — {r.key}", r.type_confusion))
     console.print(_f1_table(result.reports))
+    for r in result.reports:
+        render_reliability(r.reliability, f"reliability: confidence vs right — {r.key}", console)
+        render_reliability(
+            r.mode_reliability, f"reliability: mode frequency vs type right — {r.key}", console
+        )
     console.print(_summary_table(result.reports))
 
 
