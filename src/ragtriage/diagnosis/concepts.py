@@ -17,7 +17,8 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from ragtriage.diagnosis._calls import LLMCalls
-from ragtriage.diagnosis.facts import concept_in_text, extract_concepts
+from ragtriage.diagnosis.facts import concept_in_text, extract_concepts, extract_entities
+from ragtriage.diagnosis.question_parts import question_parts
 from ragtriage.judge.parsing import (
     parse_concept_list,
     parse_containment,
@@ -57,7 +58,8 @@ class ConceptCoverage:
     method: str
     note: str = ""
     missing_text: tuple[str, ...] = field(default=())
-    #: concepts that occur nowhere in the GT documents (rules only; excluded from coverage)
+    #: concepts not scored (rules only): found nowhere in the GT documents, or abstract
+    #: phrases with no literal or stem match in the GT chunks
     absent_from_docs: tuple[str, ...] = field(default=())
 
     @property
@@ -130,24 +132,70 @@ def rules_concept_coverage(trace: Trace, gt_ids: Sequence[str]) -> ConceptCovera
     the coverage is unmeasurable and the cascade falls back to retrieval by elimination.
     """
     views, missing = gt_views(trace, gt_ids)
-    concepts = _dedupe(extract_concepts(trace.example.query))
+    query = trace.example.query
+    concepts = _dedupe(extract_concepts(query))
     hits = concept_hits_rules(concepts, views)
+    notes: list[str] = []
+    # abstract phrases ("significant financial events", "影响因素") are matched by their
+    # stems at half their terms; one still unmatched counts against the GT chunks only
+    # when the GT documents state it with all its terms elsewhere (positive evidence that
+    # chunking cut it off) -- otherwise the documents word it differently: not scored
+    specific = _specific_concepts(query, concepts)
     doc_texts = _gt_doc_texts(trace)
+    soft: list[str] = []
+    abstract: list[str] = []
+    for c in concepts:
+        if hits.get(c) or c in specific:
+            continue
+        ids = tuple(v.chunk_id for v in views if concept_in_text(c, v.text, threshold=0.5))
+        if ids:
+            hits[c] = ids
+            soft.append(c)
+        elif not any(concept_in_text(c, t, threshold=1.0) for t in doc_texts):
+            abstract.append(c)
     absent = tuple(
         c
         for c in concepts
-        if not hits.get(c) and doc_texts and not any(concept_in_text(c, t) for t in doc_texts)
+        if c not in abstract
+        and not hits.get(c)
+        and doc_texts
+        and not any(concept_in_text(c, t) for t in doc_texts)
     )
-    notes: list[str] = []
+    if soft:
+        notes.append(
+            f"{len(soft)} abstract concept(s) matched by stems (half their terms): "
+            + ", ".join(repr(c) for c in soft[:5])
+        )
+    if abstract:
+        notes.append(
+            f"{len(abstract)} abstract concept(s) with no literal or stem match are not "
+            "scored (no positive evidence of a chunking fault): "
+            + ", ".join(repr(c) for c in abstract[:5])
+        )
     if absent:
         notes.append(
             f"{len(absent)}/{len(concepts)} concept(s) occur nowhere in the ground-truth "
             f"documents (paraphrase or not stated) and are not scored: "
             + ", ".join(repr(c) for c in absent[:5])
         )
-    scored = [c for c in concepts if c not in absent]
+    unscored = (*absent, *abstract)
+    scored = [c for c in concepts if c not in unscored]
     result = _finish(scored, hits, views, missing, "rules", notes)
-    return replace(result, concepts=tuple(concepts), absent_from_docs=absent)
+    return replace(result, concepts=tuple(concepts), absent_from_docs=unscored)
+
+
+def _specific_concepts(query: str, concepts: Sequence[str]) -> frozenset[str]:
+    """Concepts that name the question's subject: names (entities, multi-entity parts),
+    numbers and dates. Only their absence from the GT chunks is evidence of chunking."""
+    names = [*extract_entities(query), *(p.text for p in question_parts(query))]
+    out = set()
+    for c in concepts:
+        low = c.casefold()
+        if any(ch.isdigit() for ch in c) or any(
+            low in n.casefold() or n.casefold() in low for n in names
+        ):
+            out.add(c)
+    return frozenset(out)
 
 
 def _gt_doc_texts(trace: Trace) -> list[str]:

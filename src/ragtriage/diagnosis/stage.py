@@ -25,6 +25,13 @@ chunking when
   trace knows) and at least ``_MIN_OVERSIZED_TOKENS`` tokens long -- its embedding is
   diluted by everything else it holds. Uniform chunk sizes never fire.
 
+**Multi-entity questions** (issue #9; :func:`stage_from_parts`, before step 1): a question
+about two companies (defendants, products …) whose context holds evidence for one of them
+and nothing at all about the other failed at retrieval (E4: that entity's evidence never
+reached the generator) or at reranking (it was retrieved, then dropped) -- even when most
+GT chunks, all about the first entity, reached the generator. The GT chunks of each entity
+are those that name it, or whose document names only that entity.
+
 Steps 1-2 need only chunk ids (:func:`gt_flow`, :func:`stage_from_flow`); step 3 needs
 the concept coverage, which may cost LLM calls, so it is a separate function
 (:func:`stage_from_coverage`). :func:`classify_stage` chains them for callers that
@@ -41,12 +48,14 @@ from typing import Literal
 
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis.concepts import gt_doc_texts
+from ragtriage.diagnosis.question_parts import PartFlow, mentions_part, part_flows, question_parts
 from ragtriage.groundtruth import locate_reference
 from ragtriage.records import Chunk, Stage, Trace
 
 __all__ = [
     "ChunkShapeFinding",
     "GTFlow",
+    "PartFlow",
     "StageCall",
     "chunk_shape_findings",
     "classify_stage",
@@ -54,6 +63,8 @@ __all__ = [
     "stage_from_chunk_shape",
     "stage_from_coverage",
     "stage_from_flow",
+    "stage_from_parts",
+    "starved_parts",
 ]
 
 #: (b) an oversized GT chunk must also hold at least this many tokens (Latin words plus
@@ -112,6 +123,59 @@ def gt_flow(trace: Trace, gt_ids: Sequence[str]) -> GTFlow:
         in_context=in_context,
         not_forwarded=not_forwarded,
         budget_dropped=budget,
+    )
+
+
+def starved_parts(trace: Trace, gt_ids: Sequence[str]) -> list[PartFlow]:
+    """Entities of a multi-entity question whose GT evidence never reached the generator
+    while another entity's did (see the module docstring); ``[]`` otherwise."""
+    if not trace.example.answerable or not gt_ids:
+        return []
+    parts = [p for p in question_parts(trace.example.query) if p.kind == "entity"]
+    if len(parts) < 2:
+        return []
+    cm = trace.chunk_map()
+    docs = gt_doc_texts(trace)
+    named_by_doc = {
+        doc: [p for p in parts if mentions_part(p, text)] for doc, (text, _off) in docs.items()
+    }
+    gt: list[tuple[str, str, str]] = []
+    for cid in gt_ids:
+        c = cm.get(cid)
+        if c is None:
+            continue
+        text = c.text
+        named = named_by_doc.get(c.doc_id, [])
+        if len(named) == 1 and not any(mentions_part(p, text) for p in parts):
+            # "The company acquired …": the chunk's document names one entity only
+            text = f"{named[0].text} {text}"
+        gt.append((cid, c.doc_id, text))
+    context = [(cid, cm[cid].text) for cid in trace.context if cid in cm]
+    flows = part_flows(parts, gt, context, frozenset(h.chunk_id for h in trace.retrieved))
+    reached = [f for f in flows if f.in_context]
+    starved = [f for f in flows if f.starved]
+    return starved if starved and reached else []
+
+
+def stage_from_parts(trace: Trace, gt_ids: Sequence[str]) -> StageCall | None:
+    """Multi-entity step before step 1: retrieval (or reranking) when one entity's GT
+    evidence never reached the generator while another's did; else ``None``."""
+    starved = starved_parts(trace, gt_ids)
+    if not starved:
+        return None
+    f = starved[0]
+    name = f.part.text
+    if f.retrieved:
+        return StageCall(
+            Stage.RERANKING,
+            f"evidence for {name!r} was retrieved ({', '.join(f.retrieved[:3])}) but not "
+            f"forwarded to the generator, which saw no chunk about {name!r}",
+        )
+    return StageCall(
+        Stage.RETRIEVAL,
+        f"no chunk about {name!r} reached the generator: its ground-truth chunk(s) "
+        f"({', '.join(f.gt_chunks[:3])}) were never retrieved, while the other entity's "
+        "evidence was",
     )
 
 
@@ -321,5 +385,9 @@ def classify_stage(
 ) -> StageCall:
     """The whole backward cascade for a known concept coverage."""
     flow = gt_flow(trace, gt_ids)
-    early = stage_from_flow(flow, config) or stage_from_chunk_shape(trace, flow, config)
+    early = (
+        stage_from_parts(trace, gt_ids)
+        or stage_from_flow(flow, config)
+        or stage_from_chunk_shape(trace, flow, config)
+    )
     return early if early is not None else stage_from_coverage(coverage, n_concepts, config)

@@ -56,7 +56,7 @@ from ragtriage.diagnosis.facts import (
     normalize,
     quantities_match,
 )
-from ragtriage.diagnosis.stage import chunk_shape_findings
+from ragtriage.diagnosis.stage import chunk_shape_findings, starved_parts
 from ragtriage.groundtruth import locate_reference, reconstruct_text
 from ragtriage.records import AnswerLabel, Chunk, ErrorType, Stage, Vote, types_of_stage
 from ragtriage.text import count_tokens, split_sentences
@@ -559,10 +559,15 @@ def _retrieval_tests(ctx: CaseContext, found: _Found) -> None:
       related" E5 test is weakened in proportion to the margin. Structural E5 evidence
       (the list is led by, or mostly made of, the right document's other chunks) is
       untouched: what came back is on topic but about other facts.
+    * **E4, one entity** — a multi-entity question whose context holds evidence for one
+      entity and nothing about another, whose GT chunks were never retrieved (score 0.95;
+      :func:`~ragtriage.diagnosis.stage.starved_parts`).
     * **E6 Semantic Drift** — none of the retrieved chunks comes from the ground-truth
-      document(s) although most share some of the query's keywords; stronger when none
-      of them names the query's entity (another company's report with the same section
-      names). Such keyword drift takes precedence over "loosely related" (E5).
+      document(s) although most share some of the query's keywords, AND they are about
+      another subject: none names the query's entity (another company's report with the
+      same section names), or, for a question without names, they share under 25 % of its
+      terms. Keyword matches about the query's own entity from other documents are a
+      missed retrieval (E4), not a drift. Such keyword drift takes precedence over "loosely related" (E5).
     """
     trace = ctx.trace
     example = trace.example
@@ -576,6 +581,14 @@ def _retrieval_tests(ctx: CaseContext, found: _Found) -> None:
     if not hits:
         found.add(E.E4, 0.9, "nothing was retrieved")
         return
+    for f in starved_parts(trace, ctx.gt_chunk_ids)[:1]:
+        found.add(
+            E.E4,
+            0.95,
+            f"one entity's evidence was never retrieved: no retrieved chunk is about "
+            f"{f.part.text!r} (ground-truth chunk(s) {', '.join(f.gt_chunks[:3])}), while the "
+            "other entity's evidence reached the generator",
+        )
 
     retrieved_ids = {h.chunk_id for h in hits}
     if gt_ids:
@@ -623,7 +636,11 @@ def _retrieval_tests(ctx: CaseContext, found: _Found) -> None:
     )
     loose = loose and (total_miss or not gt_ids)
     e5_fires = same_doc_lead or loose or weak_doc_lead
-    e6_fires = no_gt_doc and (drift or not loose)
+    # keyword matches about the query's own subject are a miss (E4), not a drift: drift
+    # is retrieving another entity's text -- or, for a question without names, chunks
+    # that share its words only thinly
+    drift_subject = entity_absent if q_ents else mean_cov < 0.25
+    e6_fires = no_gt_doc and (drift or not loose) and drift_subject
     # how clearly the missed GT chunk out-matches the retrieved ones (0..1): only when
     # the sole E5 evidence is lexical (no same-document head, no keyword drift)
     gt_cov = max((_coverage(q_terms, key_terms(cmap[i].text)) for i in gt_ids), default=0.0)
