@@ -6,11 +6,14 @@
     diagnoser = Diagnoser("llm", llm=LLMRunner(client, cfg.llm, cache=...))
     diagnosis = await diagnoser.diagnose(trace)
     diagnoses = await diagnoser.diagnose_many(traces, concurrency=8)
+    diagnoser = Diagnoser("rules", judges=lambda calls: replace(rules_judges(cfg), types=mine))
 
 Steps (seed 000, §5): answer evaluation (B.1) → only failures go on → stage and
 error-type votes by the chosen strategy (B.2-B.4) → mode / second mode / frequency →
-advice for the modal types. Every step that cannot decide leaves the diagnosis
-``undetermined`` with a ``"step: cause"`` reason; nothing is dropped.
+advice for the modal types. Each judging step is one protocol of
+:mod:`ragtriage.diagnosis.judges`; the diagnoser builds one bundle per trace. Every
+step that cannot decide leaves the diagnosis ``undetermined`` with a
+``"step: cause"`` reason; nothing is dropped.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from typing import Literal, cast
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis._calls import LLMCalls, RequestOptions
 from ragtriage.diagnosis.advice import advice_for
-from ragtriage.diagnosis.answer_eval import evaluate_llm, evaluate_rules, needs_diagnosis
+from ragtriage.diagnosis.answer_eval import needs_diagnosis
+from ragtriage.diagnosis.judges import Judges, JudgesFactory, llm_judges, rules_judges
 from ragtriage.diagnosis.strategies import (
     STRATEGIES,
     Attribution,
@@ -59,6 +63,11 @@ class Diagnoser:
     ``options`` picks the LLM judge's cost savers (default: all on; see
     :class:`~ragtriage.diagnosis.strategies.CostOptions`). The runner's own cache,
     ledger and dry-run mode apply to every call.
+
+    ``judges`` replaces the bundle of step judges: called once per trace with that
+    trace's metered LLM access (``None`` unless ``judge="llm"`` with a runner), it
+    returns a :class:`~ragtriage.diagnosis.judges.Judges`. ``judge`` still names the
+    diagnoses and picks how :meth:`diagnose_many` schedules the work.
     """
 
     def __init__(
@@ -70,6 +79,7 @@ class Diagnoser:
         *,
         options: CostOptions | None = None,
         vote_temperature: float = 1.0,
+        judges: JudgesFactory | None = None,
     ) -> None:
         if judge not in JUDGES:
             raise InputError(f"unknown judge {judge!r}; expected one of {JUDGES}", field="judge")
@@ -77,7 +87,7 @@ class Diagnoser:
             raise InputError(
                 f"unknown strategy {strategy!r}; expected one of {STRATEGIES}", field="strategy"
             )
-        if judge == "llm" and llm is None:
+        if judge == "llm" and llm is None and judges is None:
             raise ConfigError(
                 "the LLM judge needs an OpenAI-compatible endpoint: set RAGTRIAGE_LLM_BASE_URL "
                 "and RAGTRIAGE_LLM_MODEL (or llm.base_url / llm.model in the config)",
@@ -93,6 +103,14 @@ class Diagnoser:
             vote_temperature=vote_temperature,
             seed=self._config.seed,
         )
+        self._custom_judges = judges is not None
+        self._judges: JudgesFactory = judges if judges is not None else self._default_judges
+        self._rules_judges = rules_judges(self._config)
+
+    def _default_judges(self, calls: LLMCalls | None) -> Judges:
+        if calls is None:
+            return self._rules_judges
+        return llm_judges(self._config, calls, self._options)
 
     @property
     def judge(self) -> Judge:
@@ -115,20 +133,13 @@ class Diagnoser:
             else None
         )
         ex = trace.example
-        if calls is None:
-            judgement = evaluate_rules(ex, trace.answer, self._config)
-        else:
-            judgement = await evaluate_llm(trace, calls)
-            if judgement.label is None and calls.dry_run and calls.skipped_by_dry_run:
-                # a dry run pays nothing: follow the path the rules judge would take so
-                # that the later steps' calls get estimated too (not when a cached
-                # verdict was unreadable: the real run stops there as well)
-                judgement = evaluate_rules(ex, trace.answer, self._config)
+        judges = self._judges(calls)
+        judgement = await judges.answer.evaluate(trace)
         if judgement.label is None:
             return self._record(trace, judgement, calls, needs=False)
         if not needs_diagnosis(ex, judgement.label):
             return self._record(trace, judgement, calls, needs=False)
-        env = StrategyEnv(self._judge, self._config, calls, self._options)
+        env = StrategyEnv(self._config, judges)
         attribution = await attribute(self._strategy, env, trace, judgement.label)
         return self._record(trace, judgement, calls, needs=True, attribution=attribution)
 
@@ -149,7 +160,9 @@ class Diagnoser:
         if workers < 1:
             raise InputError("workers must be >= 1", field="workers")
         results: list[Diagnosis | None] = [None] * len(traces)
-        if self._judge == "rules" and workers > 1 and len(traces) >= 2 * _MIN_BATCH:
+        # spawned workers rebuild a default rules diagnoser: custom judges need fork
+        fan_out = not self._custom_judges or "fork" in multiprocessing.get_all_start_methods()
+        if self._judge == "rules" and workers > 1 and len(traces) >= 2 * _MIN_BATCH and fan_out:
             return await self._diagnose_in_processes(traces, workers, on_result)
         if self._judge == "rules":
             # nothing to wait for: avoid the task overhead

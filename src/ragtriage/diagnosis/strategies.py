@@ -1,6 +1,8 @@
 """How a failing example is attributed to a stage and an error type.
 
-Three strategies (seed 000, §5 and App. B.4), each with a rules and an LLM judge:
+Three strategies (seed 000, §5 and App. B.4). They read the judging steps from a
+:class:`~ragtriage.diagnosis.judges.Judges` bundle and never branch on the judge's kind;
+the rules and LLM implementations of single-step and stage-sequential live here:
 
 * ``ragec`` — the paper's method: GT chunks, backward stage cascade (generation →
   reranking → chunking/retrieval by concept coverage), then K votes on the types of
@@ -18,18 +20,14 @@ Three strategies (seed 000, §5 and App. B.4), each with a rules and an LLM judg
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from typing import Literal
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal
 
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis._calls import LLMCalls
 from ragtriage.diagnosis._context import CaseContext, TypeEvidence
-from ragtriage.diagnosis.concepts import (
-    ConceptCoverage,
-    llm_concept_coverage,
-    rules_concept_coverage,
-)
-from ragtriage.diagnosis.gt_chunks import GTChunks, determine_gt_chunks
+from ragtriage.diagnosis.concepts import ConceptCoverage
+from ragtriage.diagnosis.gt_chunks import GTChunks
 from ragtriage.diagnosis.stage import (
     GTFlow,
     gt_flow,
@@ -38,23 +36,29 @@ from ragtriage.diagnosis.stage import (
     stage_from_flow,
 )
 from ragtriage.diagnosis.types_llm import (
-    llm_type_votes,
     parse_stage_check,
     parse_votes,
     single_step,
     stage_check,
     stage_prompt,
 )
-from ragtriage.diagnosis.types_rules import rule_type_evidence, rule_type_votes
+from ragtriage.diagnosis.types_rules import rule_type_evidence
 from ragtriage.diagnosis.votes import UNDETERMINED, apportion_votes, summarize_votes
 from ragtriage.records import AnswerLabel, ErrorType, Stage, Trace, Vote, types_of_stage
 from ragtriage.text import detect_language
+
+if TYPE_CHECKING:
+    from ragtriage.diagnosis.judges import Judges
 
 __all__ = [
     "PAPER_PROTOCOL",
     "STRATEGIES",
     "Attribution",
     "CostOptions",
+    "LLMSingleStep",
+    "LLMStageSequential",
+    "RulesSingleStep",
+    "RulesStageSequential",
     "Strategy",
     "StrategyEnv",
     "attribute",
@@ -91,12 +95,10 @@ PAPER_PROTOCOL = CostOptions(n_sampling=False, batch_concepts=False, gt_from_dat
 
 @dataclass(frozen=True, slots=True)
 class StrategyEnv:
-    """What a strategy needs besides the trace."""
+    """What a strategy needs besides the trace: the thresholds and one judge per step."""
 
-    judge: Literal["rules", "llm"]
     config: DiagnosisConfig
-    calls: LLMCalls | None = None
-    options: CostOptions = field(default_factory=CostOptions)
+    judges: Judges
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,12 +155,6 @@ def _gt_evidence(gt: GTChunks | None, cov: ConceptCoverage | None) -> list[str]:
     return out
 
 
-def _require_calls(env: StrategyEnv) -> LLMCalls:
-    if env.calls is None:
-        raise ValueError("the LLM judge needs an LLMRunner")
-    return env.calls
-
-
 def _without_gt(trace: Trace, gt: GTChunks) -> Attribution | None:
     """An answerable question whose ground-truth chunks cannot be found (no chunks of
     its documents in the trace, references that match nothing) gives the cascade
@@ -182,9 +178,7 @@ def _without_gt(trace: Trace, gt: GTChunks) -> Attribution | None:
 
 async def _ragec(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribution:
     cfg = env.config
-    llm = env.judge == "llm"
-    calls = _require_calls(env) if llm else None
-    gt = await determine_gt_chunks(trace, cfg, calls, use_given=env.options.gt_from_data or not llm)
+    gt = await env.judges.gt_chunks.ground_truth_chunks(trace)
     missing = _without_gt(trace, gt)
     if missing is not None:
         return missing
@@ -192,12 +186,7 @@ async def _ragec(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribut
     call = stage_from_flow(flow, cfg)
     cov: ConceptCoverage | None = None
     if call is None:  # chunking vs retrieval: only now are the concepts needed
-        if calls is not None:
-            cov = await llm_concept_coverage(
-                trace, gt.ids, calls, batched=env.options.batch_concepts
-            )
-        else:
-            cov = rules_concept_coverage(trace, gt.ids)
+        cov = await env.judges.concepts.concept_coverage(trace, gt.ids)
         # extension of B.2.4 (see stage.py): the GT chunks' shape, before the coverage
         call = stage_from_chunk_shape(trace, flow, cfg) or stage_from_coverage(
             cov.coverage, cov.n_scored, cfg
@@ -206,10 +195,7 @@ async def _ragec(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribut
     if call.stage is None:
         return Attribution(None, call.reason, (), tuple(evidence), gt, cov)
     ctx = _context(trace, call.stage, label, gt, cov, cfg)
-    if calls is not None:
-        votes, more = await llm_type_votes(ctx, cfg.k, calls)
-    else:
-        votes, more = rule_type_votes(ctx, cfg.k)
+    votes, more = await env.judges.types.type_votes(ctx, cfg.k)
     return Attribution(call.stage, call.reason, tuple(votes), (*evidence, *more), gt, cov)
 
 
@@ -256,25 +242,39 @@ def _pooled_scores(ctxs: Sequence[CaseContext]) -> tuple[dict[ErrorType, float],
     return scores, lines
 
 
-async def _single_step(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribution:
-    cfg = env.config
-    if env.judge == "llm":
-        calls = _require_calls(env)
-        texts, failures = await calls.samples(single_step(trace), cfg.k, purpose="type_single_step")
+@dataclass(frozen=True, slots=True)
+class RulesSingleStep:
+    """The type tests of every stage that can have failed, pooled (the bundle's GT
+    chunks and concepts feed them); votes in proportion to the pooled scores."""
+
+    async def single_step(self, env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribution:
+        cfg = env.config
+        gt = await env.judges.gt_chunks.ground_truth_chunks(trace)
+        missing = _without_gt(trace, gt)
+        if missing is not None:
+            return missing
+        cov = await env.judges.concepts.concept_coverage(trace, gt.ids)
+        base = _context(trace, Stage.GENERATION, label, gt, cov, cfg)
+        scores, lines = _pooled_scores([replace(base, stage=s) for s in Stage])
+        votes = apportion_votes(scores, cfg.k)
+        return _by_mode(tuple(votes), [*_gt_evidence(gt, cov), *lines], gt, cov)
+
+
+@dataclass(frozen=True, slots=True)
+class LLMSingleStep:
+    """K samples of one prompt over all 16 types with all the context."""
+
+    calls: LLMCalls
+
+    async def single_step(self, env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribution:
+        texts, failures = await self.calls.samples(
+            single_step(trace), env.config.k, purpose="type_single_step"
+        )
         votes = parse_votes(texts, list(ErrorType))
         evidence = []
         if failures:
             evidence.append(f"LLM type judge: request failed: {failures[0].reason}")
         return _by_mode(tuple(votes), evidence, None, None)
-    gt = await determine_gt_chunks(trace, cfg, None)
-    missing = _without_gt(trace, gt)
-    if missing is not None:
-        return missing
-    cov = rules_concept_coverage(trace, gt.ids)
-    base = _context(trace, Stage.GENERATION, label, gt, cov, cfg)
-    scores, lines = _pooled_scores([replace(base, stage=s) for s in Stage])
-    votes = apportion_votes(scores, cfg.k)
-    return _by_mode(tuple(votes), [*_gt_evidence(gt, cov), *lines], gt, cov)
 
 
 def _by_mode(
@@ -301,70 +301,91 @@ def _by_mode(
 # -- stage-sequential -----------------------------------------------------------------
 
 
-async def _stage_sequential(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribution:
-    cfg = env.config
-    if env.judge == "llm":
-        return await _stage_sequential_llm(env, trace, label)
-    gt = await determine_gt_chunks(trace, cfg, None)
-    missing = _without_gt(trace, gt)
-    if missing is not None:
-        return missing
-    cov = rules_concept_coverage(trace, gt.ids)
-    base = _context(trace, Stage.GENERATION, label, gt, cov, cfg)
-    evidence = _gt_evidence(gt, cov)
-    flow = gt_flow(trace, gt.ids)
-    for stage in _FORWARD:
-        if not _stage_can_fail(stage, flow):
-            evidence.append(f"stage-sequential: {stage.value} delivered every GT chunk; not tested")
-            continue
-        ctx = replace(base, stage=stage)
-        fired = [e for e in rule_type_evidence(ctx) if e.score >= _FIRES]
-        if fired:
-            votes, more = rule_type_votes(ctx, cfg.k)
-            best = max(fired, key=lambda e: e.score)
-            reason = (
-                f"stage-sequential: first stage whose tests fire ({best.error_type} "
-                f"{best.score:.2f}: {best.evidence})"
+@dataclass(frozen=True, slots=True)
+class RulesStageSequential:
+    """The first stage (chunking → retrieval → reranking) that can have failed and whose
+    type tests fire; generation by elimination. Votes from the bundle's type judge."""
+
+    async def stage_sequential(
+        self, env: StrategyEnv, trace: Trace, label: AnswerLabel
+    ) -> Attribution:
+        cfg = env.config
+        judges = env.judges
+        gt = await judges.gt_chunks.ground_truth_chunks(trace)
+        missing = _without_gt(trace, gt)
+        if missing is not None:
+            return missing
+        cov = await judges.concepts.concept_coverage(trace, gt.ids)
+        base = _context(trace, Stage.GENERATION, label, gt, cov, cfg)
+        evidence = _gt_evidence(gt, cov)
+        flow = gt_flow(trace, gt.ids)
+        for stage in _FORWARD:
+            if not _stage_can_fail(stage, flow):
+                evidence.append(
+                    f"stage-sequential: {stage.value} delivered every GT chunk; not tested"
+                )
+                continue
+            ctx = replace(base, stage=stage)
+            fired = [e for e in rule_type_evidence(ctx) if e.score >= _FIRES]
+            if fired:
+                votes, more = await judges.types.type_votes(ctx, cfg.k)
+                best = max(fired, key=lambda e: e.score)
+                reason = (
+                    f"stage-sequential: first stage whose tests fire ({best.error_type} "
+                    f"{best.score:.2f}: {best.evidence})"
+                )
+                return Attribution(stage, reason, tuple(votes), (*evidence, *more), gt, cov)
+            evidence.append(f"stage-sequential: no {stage.value} test fired")
+        votes, more = await judges.types.type_votes(base, cfg.k)
+        reason = "stage-sequential: no earlier stage's tests fired; generation by elimination"
+        return Attribution(Stage.GENERATION, reason, tuple(votes), (*evidence, *more), gt, cov)
+
+
+@dataclass(frozen=True, slots=True)
+class LLMStageSequential:
+    """K samples per forward stage asking "is there an error here?"; the first stage
+    where typed samples outnumber "no error" wins, generation by elimination."""
+
+    calls: LLMCalls
+
+    async def stage_sequential(
+        self, env: StrategyEnv, trace: Trace, label: AnswerLabel
+    ) -> Attribution:
+        cfg = env.config
+        calls = self.calls
+        evidence: list[str] = []
+        for stage in _FORWARD:
+            texts, failures = await calls.samples(
+                stage_check(trace, stage), cfg.k, purpose=f"stage_check_{stage.value}"
             )
-            return Attribution(stage, reason, tuple(votes), (*evidence, *more), gt, cov)
-        evidence.append(f"stage-sequential: no {stage.value} test fired")
-    votes, more = rule_type_votes(base, cfg.k)
-    reason = "stage-sequential: no earlier stage's tests fired; generation by elimination"
-    return Attribution(Stage.GENERATION, reason, tuple(votes), (*evidence, *more), gt, cov)
-
-
-async def _stage_sequential_llm(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribution:
-    cfg = env.config
-    calls = _require_calls(env)
-    evidence: list[str] = []
-    for stage in _FORWARD:
-        texts, failures = await calls.samples(
-            stage_check(trace, stage), cfg.k, purpose=f"stage_check_{stage.value}"
-        )
-        votes, no_error = parse_stage_check(texts, types_of_stage(stage))
-        typed = sum(1 for v in votes if v != UNDETERMINED)
-        unreadable = len(votes) - no_error - typed
+            votes, no_error = parse_stage_check(texts, types_of_stage(stage))
+            typed = sum(1 for v in votes if v != UNDETERMINED)
+            unreadable = len(votes) - no_error - typed
+            if failures:
+                evidence.append(
+                    f"stage-sequential {stage.value}: request failed: {failures[0].reason}"
+                )
+            if typed > no_error:
+                reason = (
+                    f"stage-sequential: {typed}/{len(votes)} samples found a {stage.value} "
+                    f"error ({no_error} saw none, {unreadable} unreadable)"
+                )
+                if no_error:
+                    evidence.append(
+                        f"{no_error} 'no error' sample(s) recorded as undetermined votes"
+                    )
+                return Attribution(stage, reason, tuple(votes), tuple(evidence))
+            evidence.append(
+                f"stage-sequential {stage.value}: {no_error} no-error, {typed} typed, "
+                f"{unreadable} unreadable sample(s)"
+            )
+        ctx = _context(trace, Stage.GENERATION, label, None, None)
+        texts, failures = await calls.samples(stage_prompt(ctx), cfg.k, purpose="type_generation")
+        votes = parse_votes(texts, types_of_stage(Stage.GENERATION))
         if failures:
-            evidence.append(f"stage-sequential {stage.value}: request failed: {failures[0].reason}")
-        if typed > no_error:
-            reason = (
-                f"stage-sequential: {typed}/{len(votes)} samples found a {stage.value} error "
-                f"({no_error} saw none, {unreadable} unreadable)"
-            )
-            if no_error:
-                evidence.append(f"{no_error} 'no error' sample(s) recorded as undetermined votes")
-            return Attribution(stage, reason, tuple(votes), tuple(evidence))
-        evidence.append(
-            f"stage-sequential {stage.value}: {no_error} no-error, {typed} typed, "
-            f"{unreadable} unreadable sample(s)"
-        )
-    ctx = _context(trace, Stage.GENERATION, label, None, None)
-    texts, failures = await calls.samples(stage_prompt(ctx), cfg.k, purpose="type_generation")
-    votes = parse_votes(texts, types_of_stage(Stage.GENERATION))
-    if failures:
-        evidence.append(f"LLM type judge: request failed: {failures[0].reason}")
-    reason = "stage-sequential: no earlier stage judged at fault; generation by elimination"
-    return Attribution(Stage.GENERATION, reason, tuple(votes), tuple(evidence))
+            evidence.append(f"LLM type judge: request failed: {failures[0].reason}")
+        reason = "stage-sequential: no earlier stage judged at fault; generation by elimination"
+        return Attribution(Stage.GENERATION, reason, tuple(votes), tuple(evidence))
 
 
 async def attribute(
@@ -374,7 +395,7 @@ async def attribute(
     if strategy == "ragec":
         return await _ragec(env, trace, label)
     if strategy == "single-step":
-        return await _single_step(env, trace, label)
+        return await env.judges.single_step.single_step(env, trace, label)
     if strategy == "stage-sequential":
-        return await _stage_sequential(env, trace, label)
+        return await env.judges.stage_sequential.stage_sequential(env, trace, label)
     raise ValueError(f"unknown strategy {strategy!r}; expected one of {STRATEGIES}")
