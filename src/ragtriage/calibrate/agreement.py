@@ -3,8 +3,8 @@
 Input: diagnoses plus a CSV or JSONL file of human labels with ``example_id``,
 ``stage``, ``types`` (one or more error types, ``;``-separated in CSV; may be empty
 for a stage-only annotation) and optionally ``annotator``, ``answer_label``
-(correct | possible_correct | incorrect | abstain) and ``split``; other fields (e.g.
-``rationale``) are ignored. With an ``answer_label`` the ``stage`` may be empty,
+(correct | possible_correct | incorrect | abstain) and ``split`` and ``rationale`` (kept for
+listing disagreements); other fields are ignored. With an ``answer_label`` the ``stage`` may be empty,
 ``null`` or ``none``: the human says the answer is not a failure. Without one, every
 labelled example is a failure (the original format).
 
@@ -109,6 +109,7 @@ class HumanLabel(_Frozen):
     line: int
     answer_label: AnswerLabel | None = None
     split: str | None = None
+    rationale: str | None = None
 
     @property
     def failing(self) -> bool:
@@ -297,6 +298,7 @@ def _label_from(
     if not isinstance(ann, str | int) or isinstance(ann, bool):
         raise InputError("expected an annotator name", path=path, line=line, field="annotator")
     split = raw.get("split")
+    rationale = raw.get("rationale")
     if split is not None and not isinstance(split, str):
         raise InputError("expected a split name such as 'dev'", path=path, line=line, field="split")
     return HumanLabel(
@@ -307,6 +309,7 @@ def _label_from(
         line=line,
         answer_label=answer_label,
         split=split.strip() or None if split is not None else None,
+        rationale=rationale.strip() or None if isinstance(rationale, str) else None,
     )
 
 
