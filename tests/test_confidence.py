@@ -171,3 +171,24 @@ def test_table_round_trip_and_errors(tmp_path: Path) -> None:
     p.write_text("{", encoding="utf-8")
     with pytest.raises(InputError, match="not valid JSON"):
         ConfidenceTable.load(p)
+
+
+def test_diagnoser_fills_confidence_for_every_diagnosis() -> None:
+    import asyncio
+
+    from ragtriage.diagnosis import Diagnoser
+
+    ref = ["Acme Corp was founded in 1999"]
+    traces = [
+        make_trace(example_id="ok", references=ref, answer="Acme Corp was founded in 1999."),
+        make_trace(example_id="ret", references=ref),
+    ]
+    found = asyncio.run(Diagnoser("rules").diagnose_many(traces))
+    for d, trace in zip(found, traces, strict=True):
+        assert d.confidence is not None
+        assert d.confidence_basis
+        # the engine's confidence is the shipped model's
+        assert (d.confidence, d.confidence_basis) == diagnosis_confidence(d, trace)
+        assert d.low_confidence is (d.confidence < DiagnosisConfig().low_confidence)
+    assert found[0].confidence_basis.startswith("not_failing")
+    assert found[1].confidence_basis.startswith("failing")

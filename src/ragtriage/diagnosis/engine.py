@@ -28,6 +28,7 @@ from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis._calls import LLMCalls, RequestOptions
 from ragtriage.diagnosis.advice import advice_for
 from ragtriage.diagnosis.answer_eval import needs_diagnosis
+from ragtriage.diagnosis.confidence import with_confidence
 from ragtriage.diagnosis.judges import Judges, JudgesFactory, llm_judges, rules_judges
 from ragtriage.diagnosis.strategies import (
     STRATEGIES,
@@ -233,6 +234,19 @@ class Diagnoser:
         needs: bool,
         attribution: Attribution | None = None,
     ) -> Diagnosis:
+        """The finished diagnosis, with its confidence (``diagnosis/confidence.py``)."""
+        d = self._diagnosis(trace, judgement, calls, needs=needs, attribution=attribution)
+        return with_confidence(d, trace, self._config)
+
+    def _diagnosis(
+        self,
+        trace: Trace,
+        judgement: Judgement,
+        calls: LLMCalls | None,
+        *,
+        needs: bool,
+        attribution: Attribution | None = None,
+    ) -> Diagnosis:
         ex = trace.example
         usage = calls.usage() if calls is not None else LLMUsage()
         if attribution is None:
@@ -244,6 +258,7 @@ class Diagnoser:
                 strategy=self._strategy,
                 answer_label=judgement.label,
                 answer_reason=judgement.reason,
+                answer_rule=judgement.rule,
                 needs_diagnosis=needs,
                 undetermined=judgement.label is None,
                 undetermined_reason=judgement.undetermined_reason,
@@ -269,6 +284,7 @@ class Diagnoser:
             strategy=self._strategy,
             answer_label=judgement.label,
             answer_reason=judgement.reason,
+            answer_rule=judgement.rule,
             needs_diagnosis=True,
             stage=a.stage,
             stage_reason=a.stage_reason,

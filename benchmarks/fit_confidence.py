@@ -1,0 +1,169 @@
+"""Refit the per-diagnosis confidence table on the real-style set's ``dev`` split.
+
+Run: .venv/bin/python benchmarks/fit_confidence.py [--judge rules|llm] [--strategy ragec]
+     [--c 1.0] [--out FILE | --write] [--root benchmarks/data/realstyle] [--part NAME]
+
+Diagnoses the ``dev`` and ``test`` labels of every part (as ``benchmarks/realstyle.py``
+does), takes each dev diagnosis's features (:func:`ragtriage.diagnosis.confidence.
+confidence_features`) and whether it was right by the human labels
+(:func:`ragtriage.calibrate.agreement.diagnosis_correct`), and fits one L2-regularised
+logistic regression per group (``failing`` / ``not_failing``; scikit-learn, ``--c`` is
+the inverse regularisation strength). A group whose dev cases are all right or all
+wrong keeps the current table's parameters. Prints the ECE and Brier score on dev and
+on test before (current table) and after (fitted table); ``--write`` replaces the
+table shipped in the package, ``--out`` writes it elsewhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import cast
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH.parent / "src"))
+sys.path.insert(0, str(BENCH))
+
+from sklearn.feature_extraction import DictVectorizer  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+
+from ragtriage.calibrate.agreement import HumanLabel, diagnosis_correct  # noqa: E402
+from ragtriage.config import DiagnosisConfig, load_config  # noqa: E402
+from ragtriage.diagnosis.confidence import (  # noqa: E402
+    GROUPS,
+    TABLE_FILE,
+    ConfidenceTable,
+    GroupModel,
+    confidence_features,
+    default_table,
+    with_confidence,
+)
+from ragtriage.diagnosis.engine import JUDGES, Diagnoser, Judge  # noqa: E402
+from ragtriage.diagnosis.strategies import STRATEGIES, Strategy  # noqa: E402
+from ragtriage.errors import RagtriageError  # noqa: E402
+from ragtriage.metrics.calibration import Reliability, reliability  # noqa: E402
+from ragtriage.records import Diagnosis, Trace  # noqa: E402
+from realstyle import DEFAULT_ROOT, Part, diagnose_parts, load_parts  # noqa: E402
+
+PACKAGE_TABLE = BENCH.parent / "src" / "ragtriage" / "diagnosis" / TABLE_FILE
+
+Case = tuple[Diagnosis, Trace, list[HumanLabel]]
+
+
+def cases_of(parts: Sequence[Part], diagnoses: Sequence[Sequence[Diagnosis]]) -> list[Case]:
+    out: list[Case] = []
+    for part, found in zip(parts, diagnoses, strict=True):
+        traces = {t.example.example_id: t for t in part.traces}
+        labels: dict[str, list[HumanLabel]] = {}
+        for lab in part.labels:
+            labels.setdefault(lab.example_id, []).append(lab)
+        out.extend((d, traces[d.example_id], labels[d.example_id]) for d in found)
+    return out
+
+
+def fit_table(
+    cases: Sequence[Case], config: DiagnosisConfig, base: ConfidenceTable, *, c: float = 1.0
+) -> tuple[ConfidenceTable, list[str]]:
+    """A table fitted on ``cases`` (and notes on groups that kept ``base``)."""
+    rows: dict[str, tuple[list[dict[str, float]], list[int]]] = {g: ([], []) for g in GROUPS}
+    for d, trace, labs in cases:
+        found = confidence_features(d, trace, config)
+        ok = diagnosis_correct(d, labs)
+        if found is None or ok is None:
+            continue
+        xs, ys = rows[found[0]]
+        xs.append(found[1])
+        ys.append(int(ok))
+    groups: dict[str, GroupModel] = {}
+    notes: list[str] = []
+    for g in GROUPS:
+        xs, ys = rows[g]
+        if len(set(ys)) < 2:
+            groups[g] = base.groups[g]
+            notes.append(f"{g}: {len(ys)} dev cases, {sum(ys)} right: kept the current model")
+            continue
+        vec = DictVectorizer(sparse=False)
+        x = vec.fit_transform(xs)
+        model = LogisticRegression(C=c, max_iter=1000).fit(x, ys)
+        weights = {
+            f: float(w) for f, w in zip(vec.get_feature_names_out(), model.coef_[0], strict=True)
+        }
+        groups[g] = GroupModel(float(model.intercept_[0]), weights)
+        notes.append(f"{g}: fitted on {len(ys)} dev cases ({sum(ys)} right)")
+    n = sum(len(rows[g][1]) for g in GROUPS)
+    return ConfidenceTable(groups, source=f"fit on {n} real-style dev cases"), notes
+
+
+def scored(cases: Sequence[Case], config: DiagnosisConfig, table: ConfidenceTable) -> Reliability:
+    confs: list[float | None] = []
+    right: list[bool] = []
+    for d, trace, labs in cases:
+        ok = diagnosis_correct(d, labs)
+        if ok is None:
+            continue
+        confs.append(with_confidence(d, trace, config, table).confidence)
+        right.append(ok)
+    return reliability(confs, right)
+
+
+def _fmt(r: Reliability) -> str:
+    if r.ece is None:
+        return f"ECE n/a ({r.reason})"
+    return (
+        f"ECE {r.ece:.3f}  Brier {r.brier:.3f}  accuracy {r.accuracy:.3f}  "
+        f"mean conf. {r.mean_confidence:.3f}  (n={r.n})"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    ap.add_argument("--root", type=Path, default=DEFAULT_ROOT)
+    ap.add_argument("--part", action="append", default=[])
+    ap.add_argument("--judge", default="rules", choices=JUDGES)
+    ap.add_argument("--strategy", default="ragec", choices=STRATEGIES)
+    ap.add_argument("--config", type=Path, default=None)
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--c", type=float, default=1.0, help="Inverse L2 strength.")
+    ap.add_argument("--out", type=Path, default=None, help="Write the fitted table here.")
+    ap.add_argument("--write", action="store_true", help=f"Replace the shipped {TABLE_FILE}.")
+    args = ap.parse_args(argv)
+    runner = None
+    try:
+        dev = load_parts(args.root, args.part, "dev")
+        test = load_parts(args.root, args.part, "test")
+        cfg = load_config(args.config)
+        if args.judge == "llm":
+            from ragtriage.cli.diagnose import _runner
+
+            runner = _runner(cfg, dry_run=False, no_cache=False, cache=None)
+    except RagtriageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        diagnoser = Diagnoser(
+            cast(Judge, args.judge), cast(Strategy, args.strategy), cfg.diagnosis, runner
+        )
+        dev_cases = cases_of(dev, diagnose_parts(dev, diagnoser, workers=args.workers))
+        test_cases = cases_of(test, diagnose_parts(test, diagnoser, workers=args.workers))
+    finally:
+        if runner is not None:
+            runner.close()
+    current = default_table()
+    fitted, notes = fit_table(dev_cases, cfg.diagnosis, current, c=args.c)
+    for note in notes:
+        print(note)
+    for name, table in (("before", current), ("after ", fitted)):
+        print(f"{name} dev:  {_fmt(scored(dev_cases, cfg.diagnosis, table))}")
+        print(f"{name} test: {_fmt(scored(test_cases, cfg.diagnosis, table))}")
+    target = PACKAGE_TABLE if args.write else args.out
+    if target is not None:
+        target.write_text(json.dumps(fitted.to_dict(), indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
