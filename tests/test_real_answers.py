@@ -227,3 +227,14 @@ def test_question_parts_en_and_zh() -> None:
     green = question_parts("Compare Green Fields Agriculture Ltd. and Harmony Health Co.")[0]
     assert mentions_part(green, "Green Fields Agriculture reported record sales.")
     assert not mentions_part(green, "Harmony Health reported record sales.")
+
+
+def test_llm_answer_prompt_shows_the_conclusion_of_a_reasoning_answer() -> None:
+    from ragtriage.judge.prompts import answer_eval_prompt
+
+    view = answer_view(VERBOSE_EN)
+    prompt = answer_eval_prompt("q?", "gt", VERBOSE_EN, conclusion=view.final)
+    assert "<final_answer_found>\nThus, the answer cannot be determined" in prompt.user
+    assert "declines or misses another" in prompt.system
+    plain = answer_eval_prompt("q?", "gt", "Acme.", conclusion="")
+    assert "<final_answer_found>" not in plain.user

@@ -182,6 +182,12 @@ class DiagnosisConfig(_Cfg):
     oversized_chunk_ratio: float = Field(
         default=3.0, gt=1, description="Chunking extension: oversized = this x doc median."
     )
+    entity_extension: bool = Field(
+        default=True,
+        description="Extension of the stage cascade (not in RAGEC): a question about several "
+        "entities whose context holds evidence for one and nothing about another failed at "
+        "retrieval (E4) or reranking, before the generation step.",
+    )
     low_confidence: float = Field(
         default=0.5,
         ge=0,

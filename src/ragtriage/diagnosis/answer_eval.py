@@ -653,11 +653,13 @@ async def evaluate_llm(trace: Trace, calls: LLMCalls) -> Judgement:
     ex = trace.example
     cm = trace.chunk_map()
     cited = [cm[c].text for c in trace.citations if c in cm]
+    view = answer_view(trace.answer)
     prompt = answer_eval_prompt(
         ex.query,
         ground_truth_text(ex.answer, ex.answerable, ex.keypoints),
         trace.answer.strip() or "(empty answer)",
         cited,
+        conclusion=view.final if view.final_from != "whole answer" else "",
     )
     outcome = await calls.one(prompt, purpose="answer_eval", max_tokens=160)
     if isinstance(outcome, LLMFailure):

@@ -150,6 +150,17 @@ def starved_parts(trace: Trace, gt_ids: Sequence[str]) -> list[PartFlow]:
             # "The company acquired …": the chunk's document names one entity only
             text = f"{named[0].text} {text}"
         gt.append((cid, c.doc_id, text))
+    # an entity the ground truth answers for but no GT chunk names (its references were
+    # not given): the chunks of its GT documents that name it stand in
+    named_gt = {p.text for p in parts if any(mentions_part(p, t) for _c, _d, t in gt)}
+    for p in parts:
+        if p.text in named_gt or not mentions_part(p, trace.example.answer):
+            continue
+        gt.extend(
+            (c.chunk_id, c.doc_id, c.text)
+            for c in trace.gt_doc_chunks
+            if c.chunk_id not in gt_ids and mentions_part(p, c.text)
+        )
     context = [(cid, cm[cid].text) for cid in trace.context if cid in cm]
     flows = part_flows(parts, gt, context, frozenset(h.chunk_id for h in trace.retrieved))
     reached = [f for f in flows if f.in_context]

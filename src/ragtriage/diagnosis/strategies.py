@@ -34,6 +34,7 @@ from ragtriage.diagnosis.stage import (
     stage_from_chunk_shape,
     stage_from_coverage,
     stage_from_flow,
+    stage_from_parts,
 )
 from ragtriage.diagnosis.types_llm import (
     parse_stage_check,
@@ -183,7 +184,9 @@ async def _ragec(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribut
     if missing is not None:
         return missing
     flow = gt_flow(trace, gt.ids)
-    call = stage_from_flow(flow, cfg)
+    # extension (see stage.py): one entity's evidence never reached the generator
+    parts = stage_from_parts(trace, gt.ids) if cfg.entity_extension else None
+    call = parts or stage_from_flow(flow, cfg)
     cov: ConceptCoverage | None = None
     if call is None:  # chunking vs retrieval: only now are the concepts needed
         cov = await env.judges.concepts.concept_coverage(trace, gt.ids)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from ragtriage.diagnosis._calls import LLMCalls
 from ragtriage.diagnosis._context import CaseContext
 from ragtriage.diagnosis.gt_chunks import gt_chunk_views
+from ragtriage.diagnosis.question_parts import mentions_part, question_parts
 from ragtriage.diagnosis.votes import UNDETERMINED
 from ragtriage.judge.parsing import parse_error_type
 from ragtriage.judge.prompts import (
@@ -93,29 +94,50 @@ def stage_prompt(ctx: CaseContext) -> Prompt:
         )
     docs = gt_doc_ids(trace, ctx.gt_chunk_ids)
     if ctx.stage is Stage.RETRIEVAL:
+        views = retrieved_views(trace)
         return type_prompt(
             Stage.RETRIEVAL,
             query=query,
             ground_truth=truth,
             gt_doc_ids=docs,
-            retrieved=retrieved_views(trace),
+            retrieved=views,
+            entity_note=entity_note(query, views),
         )
     if ctx.stage is Stage.RERANKING:
+        views = reranked_views(trace)
         return type_prompt(
             Stage.RERANKING,
             query=query,
             ground_truth=truth,
             gt_doc_ids=docs,
-            reranked=reranked_views(trace),
+            reranked=views,
             kept=len(trace.context),
+            entity_note=entity_note(query, context_views(trace)),
         )
+    views = context_views(trace)
     return type_prompt(
         Stage.GENERATION,
         query=query,
         ground_truth=truth,
         answer=trace.answer.strip() or "(empty answer)",
-        reranked=context_views(trace),
+        reranked=views,
+        entity_note=entity_note(query, views),
     )
+
+
+def entity_note(query: str, views: Sequence[ChunkView]) -> str:
+    """For a question about several entities: how many of the chunks shown mention each
+    ("'Acme Corp': 3 of 5 chunks; 'Globex': none of them"); "" otherwise."""
+    parts = [p for p in question_parts(query) if p.kind == "entity"]
+    if len(parts) < 2 or not views:
+        return ""
+    notes = []
+    for p in parts:
+        n = sum(1 for v in views if mentions_part(p, v.text))
+        notes.append(
+            f"{p.text!r}: {n} of {len(views)} chunks" if n else f"{p.text!r}: none of them"
+        )
+    return "; ".join(notes)
 
 
 def single_step(trace: Trace) -> Prompt:

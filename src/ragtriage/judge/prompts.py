@@ -142,8 +142,13 @@ def answer_eval_prompt(
     ground_truth: str,
     proposed_answer: str,
     citations: Sequence[str] = (),
+    conclusion: str = "",
 ) -> Prompt:
-    """Is the proposed answer right? Adapted from seed 000, Listing 3 (B.1)."""
+    """Is the proposed answer right? Adapted from seed 000, Listing 3 (B.1), with the
+    handling of real answer styles of issue #9: reasoning before a conclusion, markdown
+    and citations, abstentions inside long answers, partial abstentions, numbers of any
+    magnitude, long-form ground truths. ``conclusion`` is the final answer the rules
+    found in a reasoning answer, shown as a hint."""
     system = (
         "You are an expert evaluator. Decide whether a proposed answer to a question "
         "matches the ground-truth answer.\n"
@@ -156,6 +161,17 @@ def answer_eval_prompt(
         "- incorrect: it misses the key information or contradicts the ground truth.\n"
         "If the ground truth says the question cannot be answered, an answer that "
         "abstains is 'abstain' and any other answer is 'incorrect'.\n"
+        "Real answers often review the documents before concluding: judge the final "
+        "answer (its conclusion, e.g. 'Thus, the answer is ...', '综上所述...'), not the "
+        "review; ignore markdown and citation markers such as (Doc 2) or [1]. An answer "
+        "that declines in its conclusion, even after a long review, abstains. If the "
+        "question asks about several parts (two companies, two people, two dates) and "
+        "the answer answers one part but declines or misses another that the ground "
+        "truth answers, it is 'incorrect': name the missing part in the reasoning. A "
+        "number, date or year that differs from the ground truth's value for the same "
+        "thing is a contradiction, however large or implausible. When the ground truth "
+        "makes several statements, an answer that makes only one of them is "
+        "'possible_correct' or 'incorrect' by how much of the ground truth it covers.\n"
         "Texts may be in any language; always use the English label names.\n"
         'Reply with one JSON object: {"label": "correct" | "possible_correct" | '
         '"incorrect" | "abstain", "reasoning": "<one short sentence>"}'
@@ -167,10 +183,13 @@ def answer_eval_prompt(
             + "\n".join(" ".join(c.split()) for c in citations)
             + "\n</ground_truth_citations>"
         )
+    hint = ""
+    if conclusion and conclusion.strip() != proposed_answer.strip():
+        hint = f"\n<final_answer_found>\n{conclusion}\n</final_answer_found>"
     user = (
         f"<question>\n{query}\n</question>\n"
         f"<ground_truth>\n{ground_truth}\n</ground_truth>\n"
-        f"<proposed_answer>\n{proposed_answer}\n</proposed_answer>{cited}\n"
+        f"<proposed_answer>\n{proposed_answer}\n</proposed_answer>{hint}{cited}\n"
         "Your evaluation:"
     )
     return Prompt(system, user)
@@ -297,8 +316,11 @@ def type_prompt(
     retrieved: Sequence[ChunkView] = (),
     reranked: Sequence[ChunkView] = (),
     kept: int = 0,
+    entity_note: str = "",
 ) -> Prompt:
     """The error type within the attributed stage; only that stage's context is shown.
+    ``entity_note`` (issue #9) says, for a question about several entities, which of them
+    the chunks shown mention.
 
     chunking — Listing 7 (query, ground truth, all chunks of the GT documents);
     retrieval — Listing 8 (query, ground truth, GT document ids, retrieved chunks);
@@ -351,6 +373,8 @@ def type_prompt(
             f"**Chunks given to the generator**:\n{_chunks_block(reranked)}"
         )
     system = f"{head}\n{task}\n{_type_menu(types)}\n\nAnswer with exactly one of: {_choices(names)}"
+    if entity_note and stage is not Stage.CHUNKING:
+        context += f"\n**Entities asked about**: {entity_note}"
     user = (
         f"**Query**: {query}\n**Ground Truth**: {ground_truth}\n{context}\n"
         f"**Output format**: only one of {_choices(names)}"

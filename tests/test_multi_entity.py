@@ -1,0 +1,148 @@
+"""Multi-entity questions (issue #9, item 2): a two-company question whose context holds
+one company's evidence only is a retrieval failure (E4, the missing entity named), or a
+reranking failure when that evidence was retrieved and then dropped. English and Chinese."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from diag_helpers import doc_chunks, hits
+from ragtriage.diagnosis import Diagnoser
+from ragtriage.diagnosis.stage import stage_from_parts, starved_parts
+from ragtriage.records import AnswerLabel, ErrorType, Example, Stage, Trace
+
+EN = {
+    "query": "What acquisitions did Green Fields Agriculture Ltd. and Harmony Health Co. make in 2019?",
+    "answer": "Green Fields Agriculture Ltd. acquired Newbridge Farm in March 2019, and Harmony "
+    "Health Co. acquired CarePlus Clinics in June 2019.",
+    "a_docs": (
+        "Green Fields Agriculture Ltd. annual report 2019.",
+        "In March 2019 the company acquired Newbridge Farm for USD 12 million.",
+        "Green Fields Agriculture also expanded its irrigation network.",
+    ),
+    "b_docs": (
+        "Harmony Health Co. annual report 2019.",
+        "In June 2019 the company acquired CarePlus Clinics, a chain of eight clinics.",
+        "Harmony Health hired a new chief medical officer.",
+    ),
+    "refs": (
+        "In March 2019 the company acquired Newbridge Farm for USD 12 million.",
+        "In June 2019 the company acquired CarePlus Clinics, a chain of eight clinics.",
+    ),
+    "reply": "In March 2019, Green Fields Agriculture acquired Newbridge Farm for USD 12 million "
+    "(Doc 1). There is no information available regarding acquisitions by Harmony Health Co. "
+    "in the provided documents.",
+}
+ZH = {
+    "query": "绿野农业和捷翼航空在2019年分别进行了哪些重大资产收购？",
+    "answer": "绿野农业于2019年3月收购了新桥农场；捷翼航空于2019年6月收购了蓝天航修。",
+    "a_docs": (
+        "绿野农业2019年年度报告。",
+        "2019年3月，公司以1200万元收购了新桥农场。",
+        "绿野农业扩建了灌溉网络。",
+    ),
+    "b_docs": (
+        "捷翼航空2019年年度报告。",
+        "2019年6月，公司收购了蓝天航修。",
+        "捷翼航空新开通了三条航线。",
+    ),
+    "refs": ("2019年3月，公司以1200万元收购了新桥农场。", "2019年6月，公司收购了蓝天航修。"),
+    "reply": "根据文档1，绿野农业于2019年3月以1200万元收购了新桥农场。文档中未提及捷翼航空的收购情况。\n\n"
+    "综上所述，绿野农业收购了新桥农场，而捷翼航空的信息无法确定。",
+}
+
+
+def two_company_trace(
+    case: dict[str, object],
+    *,
+    retrieved: Sequence[str],
+    context: Sequence[str],
+    reranked: Sequence[str] | None = None,
+) -> Trace:
+    a = doc_chunks("a", case["a_docs"])  # type: ignore[arg-type]
+    b = doc_chunks("b", case["b_docs"])  # type: ignore[arg-type]
+    doc_of = {c.chunk_id: c.doc_id for c in [*a, *b]}
+    ex = Example(
+        example_id="q",
+        query=str(case["query"]),
+        answer=str(case["answer"]),
+        doc_ids=["a", "b"],
+        references=list(case["refs"]),  # type: ignore[call-overload]
+    )
+    return Trace(
+        trace_id="t",
+        run_id="r",
+        example=ex,
+        gt_doc_chunks=[*a, *b],
+        retrieved=hits(retrieved, doc_of),
+        reranked=hits(reranked if reranked is not None else context, doc_of),
+        context=list(context),
+        answer=str(case["reply"]),
+    )
+
+
+@pytest.mark.parametrize("case", [EN, ZH], ids=["en", "zh"])
+async def test_one_company_never_retrieved_is_e4_naming_it(case: dict[str, object]) -> None:
+    trace = two_company_trace(case, retrieved=["a_1", "a_0", "a_2"], context=["a_1", "a_0", "a_2"])
+    starved = starved_parts(trace, ["a_1", "b_1"])
+    assert [f.part.text for f in starved] in (["Harmony Health Co."], ["捷翼航空"])
+    d = await Diagnoser("rules").diagnose(trace)
+    assert d.answer_label is AnswerLabel.INCORRECT
+    assert "partial abstention" in d.answer_reason
+    assert d.stage is Stage.RETRIEVAL
+    assert d.error_type is ErrorType.E4
+    name = starved[0].part.text
+    assert name in d.stage_reason
+    assert any(name in e for e in d.evidence)
+
+
+@pytest.mark.parametrize("case", [EN, ZH], ids=["en", "zh"])
+def test_one_company_retrieved_then_dropped_is_reranking(case: dict[str, object]) -> None:
+    trace = two_company_trace(
+        case, retrieved=["a_1", "b_1", "a_0"], reranked=["a_1", "a_0"], context=["a_1", "a_0"]
+    )
+    call = stage_from_parts(trace, ["a_1", "b_1"])
+    assert call is not None and call.stage is Stage.RERANKING
+
+
+def test_both_companies_in_context_is_not_a_retrieval_failure() -> None:
+    trace = two_company_trace(EN, retrieved=["a_1", "b_1"], context=["a_1", "b_1"])
+    assert starved_parts(trace, ["a_1", "b_1"]) == []
+    assert stage_from_parts(trace, ["a_1", "b_1"]) is None
+
+
+def test_single_entity_question_unaffected() -> None:
+    case = dict(EN, query="What did Green Fields Agriculture Ltd. acquire in 2019?")
+    trace = two_company_trace(case, retrieved=["a_1"], context=["a_1"])
+    assert starved_parts(trace, ["a_1", "b_1"]) == []
+
+
+def test_llm_type_prompt_names_the_entity_missing_from_the_context() -> None:
+    from ragtriage.diagnosis._context import CaseContext
+    from ragtriage.diagnosis.types_llm import stage_prompt
+
+    trace = two_company_trace(EN, retrieved=["a_1", "a_0"], context=["a_1", "a_0"])
+    ctx = CaseContext(
+        trace=trace,
+        stage=Stage.GENERATION,
+        answer_label=AnswerLabel.INCORRECT,
+        language="en",
+    )
+    user = stage_prompt(ctx).user
+    assert "**Entities asked about**" in user
+    assert "'Harmony Health Co.': none of them" in user
+    assert "'Green Fields Agriculture Ltd.': 1 of 2 chunks" in user
+
+
+async def test_paper_cascade_without_the_entity_extension() -> None:
+    """entity_extension: false gives the paper's cascade: half of the GT chunks reached
+    the generator, so it is not generation either -- the coverage test decides."""
+    from ragtriage.config import DiagnosisConfig
+
+    trace = two_company_trace(EN, retrieved=["a_1", "a_0"], context=["a_1", "a_0"])
+    on = await Diagnoser("rules").diagnose(trace)
+    off = await Diagnoser("rules", config=DiagnosisConfig(entity_extension=False)).diagnose(trace)
+    assert "never retrieved" in on.stage_reason
+    assert "never retrieved" not in off.stage_reason
