@@ -40,12 +40,26 @@ def register(app: typer.Typer) -> None:
             False, "--tables", help="Print every summary table, not only the headline."
         ),
         title: str | None = typer.Option(None, "--title", help="Page title."),
+        labels: Path | None = typer.Option(
+            None,
+            "--labels",
+            help="Human labels (as for 'ragtriage agree'): add the agreement summary and the "
+            "reliability table of the confidence to the report.",
+        ),
     ) -> None:
         """Write an offline HTML report of a diagnosed run; exit 2 on bad input."""
         run = load_run_dir(run_dir, diagnoses)
         summary = summarize(run.diagnoses, run.traces)
         console = make_console()
         html_path = out if out is not None else run_dir / "report.html"
+        agreement_report = None
+        if labels is not None:
+            # scikit-learn (κ) is imported only when labels are given
+            from ragtriage.calibrate.agreement import agreement, read_labels
+
+            agreement_report = agreement(
+                run.diagnoses, read_labels(labels), labels_file=str(labels)
+            )
         write_html(
             html_path,
             summary,
@@ -54,6 +68,7 @@ def register(app: typer.Typer) -> None:
             title=title or f"ragtriage report — {run.name}",
             run_info=run.info(),
             max_examples=max_examples,
+            agreement=agreement_report,
         )
         if tables:
             render_summary(summary, console)

@@ -29,6 +29,7 @@ from ragtriage.records import (
 __all__ = [
     "AdviceCount",
     "AnswerTotals",
+    "ConfidenceBin",
     "Cooccurrence",
     "LabelBreakdown",
     "ModeFrequencyBin",
@@ -111,6 +112,15 @@ class ModeFrequencyBin(_Frozen):
     count: int
 
 
+class ConfidenceBin(_Frozen):
+    """Diagnoses whose confidence lies in ``[lower, upper)`` (the last bin is closed)."""
+
+    label: str
+    lower: float
+    upper: float
+    count: int
+
+
 class PairCount(_Frozen):
     first: ErrorType
     second: ErrorType
@@ -190,6 +200,10 @@ class Summary(_Frozen):
     usage: UsageTotals
     pipeline: list[PipelineStageCost]
     advice: list[AdviceCount]
+    #: distribution of the per-diagnosis confidence (empty when none has one)
+    confidence_bins: list[ConfidenceBin] = []
+    #: diagnoses flagged low confidence (reports do not present them as facts)
+    low_confidence: int = 0
 
     def stage_count(self, stage: Stage) -> int:
         return next((s.count for s in self.stages if s.stage is stage), 0)
@@ -488,4 +502,19 @@ def summarize(diagnoses: Sequence[Diagnosis], traces: Sequence[Trace] | None = N
         usage=usage,
         pipeline=_pipeline(traces),
         advice=_advice(failing),
+        confidence_bins=_confidence_bins(diags),
+        low_confidence=sum(1 for d in diags if d.low_confidence),
     )
+
+
+def _confidence_bins(diags: Sequence[Diagnosis], n_bins: int = 10) -> list[ConfidenceBin]:
+    confs = [d.confidence for d in diags if d.confidence is not None]
+    if not confs:
+        return []
+    counts = Counter(min(int(c * n_bins), n_bins - 1) for c in confs)
+    return [
+        ConfidenceBin(
+            label=f"{b / n_bins:.1f}", lower=b / n_bins, upper=(b + 1) / n_bins, count=counts[b]
+        )
+        for b in range(n_bins)
+    ]

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
@@ -21,6 +22,9 @@ from ragtriage.report import svg
 from ragtriage.report._fmt import fmt_float, fmt_int, fmt_pct
 from ragtriage.report.aggregate import Summary, dedupe_diagnoses, mode_vote_count
 from ragtriage.report.terminal import headline
+
+if TYPE_CHECKING:
+    from ragtriage.calibrate.agreement import AgreementReport
 
 __all__ = [
     "ChunkView",
@@ -268,7 +272,11 @@ def _charts(summary: Summary) -> dict[str, Markup]:
         )
         for lb in summary.by_label
     ]
+    conf = [
+        svg.Bar(label=b.label, value=b.count, text=str(b.count)) for b in summary.confidence_bins
+    ]
     return {
+        "confidence": svg.histogram(conf, title="Diagnosis confidence (lower bin edge)"),
         "stages": svg.bar_chart(staged, title="Failing examples by stage"),
         "types": svg.grouped_bar_chart(types, title="Error types: mode and second mode"),
         "mode_frequency": svg.histogram(mf, title="Mode frequency: votes agreeing with the mode"),
@@ -306,8 +314,11 @@ def render_html(
     title: str = "ragtriage report",
     run_info: Mapping[str, str] | None = None,
     max_examples: int | None = DEFAULT_MAX_EXAMPLES,
+    agreement: AgreementReport | None = None,
 ) -> str:
-    """The report page as one string (UTF-8 text, no external references)."""
+    """The report page as one string (UTF-8 text, no external references); with
+    ``agreement`` (human labels) it also shows the agreement summary and the
+    reliability table of the confidence."""
     views, omitted = build_example_views(diagnoses, traces, limit=max_examples)
     template = _environment().get_template("report.html.j2")
     return template.render(
@@ -321,6 +332,7 @@ def render_html(
         stages=[st.value for st in Stage],
         error_types=[(t.value, ERROR_TYPE_NAMES[t]) for t in ErrorType],
         type_names={t.value: ERROR_TYPE_NAMES[t] for t in ErrorType},
+        agreement=agreement,
     )
 
 
@@ -333,6 +345,7 @@ def write_html(
     title: str = "ragtriage report",
     run_info: Mapping[str, str] | None = None,
     max_examples: int | None = DEFAULT_MAX_EXAMPLES,
+    agreement: AgreementReport | None = None,
 ) -> None:
     """Render and write the report atomically."""
     atomic_write_text(
@@ -344,5 +357,6 @@ def write_html(
             title=title,
             run_info=run_info,
             max_examples=max_examples,
+            agreement=agreement,
         ),
     )

@@ -62,6 +62,8 @@ def headline(summary: Summary) -> str:
     top = max(summary.stages, key=lambda s: s.count)
     if top.count:
         parts.append(f"most errors at {top.stage.value} ({fmt_pct(top.share)})")
+    if summary.low_confidence:
+        parts.append(f"{summary.low_confidence} low-confidence diagnoses (not established)")
     return "; ".join(parts)
 
 
