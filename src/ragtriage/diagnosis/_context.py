@@ -30,6 +30,8 @@ class CaseContext:
     concept_hits: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: the diagnosis settings (``None``: the defaults)
     config: DiagnosisConfig | None = None
+    #: id of the answer-evaluation rule that failed the answer, when the rules judged it
+    answer_rule: str | None = None
 
     @property
     def chunks(self) -> dict[str, Chunk]:

@@ -27,8 +27,16 @@ from dataclasses import dataclass, replace
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis._calls import LLMCalls
 from ragtriage.diagnosis.alignment import fact_swaps, substituted_names
+from ragtriage.diagnosis.answer_checks import (
+    clauses,
+    compound_durations,
+    direction_flips,
+    order_conflict,
+    slot_conflict,
+)
 from ragtriage.diagnosis.answer_styles import AnswerView, answer_view
 from ragtriage.diagnosis.facts import (
+    Quantity,
     QuantityPool,
     dates_match,
     extract_dates,
@@ -213,6 +221,8 @@ class _Values:
     #: and March 2021") that holds a ground-truth value among at least two others of
     #: the same kind; 0 when there is none
     listed: int = 0
+    #: ground-truth values (raw) that the answer states
+    stated: frozenset[str] = frozenset()
 
 
 def _values(gt: str, answer: str) -> _Values:
@@ -226,18 +236,32 @@ def _values(gt: str, answer: str) -> _Values:
     # pools: each distinct answer value is compared once (a long answer may repeat one
     # number thousands of times); quantities_match is symmetric
     g_pool, a_pool = QuantityPool(gq), QuantityPool(aq)
-    stray_units = {a.unit for a in aq if not g_pool.matches(a)}
+    # "2 hours and 10 minutes" is also 130 minutes
+    extra = QuantityPool(compound_durations(gt, gq)) if len(gq) >= 2 else None
+    # a difference the answer derives ("$20 million more", "多出2000万元") is not a
+    # competing value of the same slot -- unless the ground truth states one too
+    derived_units = {g.unit for g in gq if _derived(gt, g)}
+    stray_units = {
+        a.unit
+        for a in aq
+        if not g_pool.matches(a)
+        and not (extra is not None and extra.matches(a))
+        and (a.unit in derived_units or not _derived(answer, a))
+    }
     stray_date = any(not any(dates_match(d, a) for d in gd) for a in ad)
     hit = 0
     contradicted: list[str] = []
+    stated: list[str] = []
     for q in gq:
         if a_pool.matches(q):
             hit += 1
+            stated.append(q.raw)
         elif q.unit in stray_units:
             contradicted.append(q.raw)
     for d in gd:
         if any(dates_match(d, a) for a in ad):
             hit += 1
+            stated.append(d.raw)
         elif stray_date:
             contradicted.append(d.raw)
     # mentions of the ground truth's kinds of value, in order: (start, end, matches gt)
@@ -250,7 +274,27 @@ def _values(gt: str, answer: str) -> _Values:
         answer=tuple([q.raw for q in aq] + [d.raw for d in ad]),
         contradicted=tuple(contradicted),
         listed=_longest_listing(answer, sorted(marks)),
+        stated=frozenset(stated),
     )
+
+
+_DERIVED_AFTER = re.compile(
+    r"[ \t]*(?:(?:more|less|fewer|higher|lower|larger|smaller|greater|bigger|earlier|later|"
+    r"longer|shorter)\b|than\b|(?:的)?(?:差距|差额|差)|多|少|更?[高低早晚])",
+    re.IGNORECASE,
+)
+_DERIVED_BEFORE = re.compile(
+    r"(?:\b(?:difference|gap)\s+of|相差|差额为?|差距为?|多出|高出|低出)"
+    r"[ \t]*(?:about|around|roughly|approximately|约)?[ \t]*$",
+    re.IGNORECASE,
+)
+
+
+def _derived(text: str, q: Quantity) -> bool:
+    """Whether ``q`` is a difference the text derives ("$20 million more", "a gap of 3")."""
+    if _DERIVED_AFTER.match(text, q.end):
+        return True
+    return bool(_DERIVED_BEFORE.search(text[max(0, q.start - 24) : q.start]))
 
 
 # what may stand between two items of a plain list of values
@@ -293,34 +337,61 @@ def answer_facts(
     keypoints: Sequence[str] = (),
     *,
     values: _Values | None = None,
+    query: str = "",
 ) -> AnswerFacts:
     """Overlap, containment, keypoint coverage and key-fact agreement of an answer.
 
     Tokens are content words for English and character bigrams for Chinese
-    (:func:`ragtriage.text.content_tokens`); each text is tokenized once.
+    (:func:`ragtriage.text.content_tokens`); each text is tokenized once. What the
+    ``query`` already says is not asked of the answer: a concise answer ("November 8,
+    2013.") need not repeat the question's subject, so ground-truth words and names
+    that the query holds are left out of the recall and of the key facts (when the
+    ground truth says anything else).
     """
     na, ng = normalize(answer), normalize(ground_truth)
     answer_bag = Counter(content_tokens(answer))
     gt_bag = Counter(content_tokens(ground_truth))
+    asked = set(content_tokens(query)) if query else set()
+    new_bag = Counter({t: n for t, n in gt_bag.items() if t not in asked}) if asked else gt_bag
     p, r, f1 = _overlap(answer_bag, gt_bag)
+    if new_bag and new_bag != gt_bag:
+        r2 = _overlap(answer_bag, new_bag)[1]
+        if r2 > r:
+            r = r2
+            f1 = 2 * p * r / (p + r) if p + r else 0.0
     if values is None:
         values = _values(ground_truth, answer)
     gt_tokens = sum(gt_bag.values())
-    # names only count for short ground truths (see evaluate_rules)
-    names = tuple(extract_entities(ground_truth)) if gt_tokens <= _NAMES_MAX_TOKENS else ()
+    # names only count for short ground truths (see evaluate_rules), and not the ones the
+    # question already names
+    nq = normalize(query) if query else ""
+    names = (
+        tuple(n for n in extract_entities(ground_truth) if not (nq and _entity_in(n, nq)))
+        if gt_tokens <= _NAMES_MAX_TOKENS
+        else ()
+    )
     coverage: float | None = None
     points = [(k, Counter(content_tokens(k))) for k in keypoints]
     points = [(k, bag) for k, bag in points if bag]
     if points:
         covered = 0
+        pieces: list[str] | None = None
+        anchors_all = [p.text for p in question_parts(query)] if query else []
         for kp, bag in points:
             if _contains(na, normalize(kp)):
                 covered += 1
                 continue
-            kv = _values(kp, answer)
-            if kv.gt and kv.hit < len(kv.gt):
-                continue
-            if _overlap(answer_bag, bag)[1] >= 0.6:
+            # a keypoint naming a person or company must hold within one clause, line or
+            # list item: "王建国：头孢；李娜：青霉素" does not cover "王建国青霉素"
+            anchors = [*extract_entities(kp), *(a for a in anchors_all if a in kp)]
+            if anchors:
+                if pieces is None:
+                    pieces = clauses(answer)
+                # the clause must name the keypoint's subject itself
+                spans = [c for c in pieces if any(_entity_in(a, normalize(c)) for a in anchors)]
+            else:
+                spans = [answer]
+            if any(_keypoint_in(kp, bag, span) for span in spans):
                 covered += 1
         coverage = covered / len(points)
     return AnswerFacts(
@@ -347,6 +418,32 @@ def strip_citations(answer: str) -> str:
     )
 
 
+_NON_NAME = re.compile(r"[\d.,%]+|亿元|万元|元|亿|万")
+
+
+def _same_name(a: str, b: str) -> bool:
+    """Two spellings of one name ("发行5亿元绿色公司" / "发行绿色公司"): equal once numbers
+    and amounts are set aside, or one holds the other."""
+    x, y = (normalize(_NON_NAME.sub("", t)) for t in (a, b))
+    return bool(x and y) and (x in y or y in x)
+
+
+def _keypoint_in(kp: str, bag: Counter[str], text: str) -> bool:
+    """Whether ``text`` states keypoint ``kp`` (its numbers, and enough of its words)."""
+    kv = _values(kp, text)
+    if kv.gt and kv.hit < len(kv.gt):
+        return False
+    if kv.gt:
+        # its numbers are stated (in any form: "2 weeks" ~ "two weeks"): the rest of its
+        # words decide
+        bag = Counter(
+            {t: n for t, n in bag.items() if len(t) > 1 and not any(ch.isdigit() for ch in t)}
+        )
+        if not bag:
+            return True
+    return _overlap(Counter(content_tokens(text)), bag)[1] >= _KEYPOINT_RECALL
+
+
 def _judgement(example: Example, label: AnswerLabel, reason: str, rule: str) -> Judgement:
     return Judgement(
         example_id=example.example_id, label=label, reason=reason, judge="rules", rule=rule
@@ -355,6 +452,8 @@ def _judgement(example: Example, label: AnswerLabel, reason: str, rule: str) -> 
 
 # -- ground-truth coverage ------------------------------------------------------------
 
+#: a keypoint counts as covered when the answer holds this share of its words
+_KEYPOINT_RECALL = 0.5
 #: a ground-truth unit counts as covered when the answer holds this share of its words
 _UNIT_RECALL = 0.5
 #: long-form coverage: at or above -> may be correct; below _PARTIAL -> incorrect
@@ -440,12 +539,13 @@ def _declined_parts(example: Example, view: AnswerView) -> list[QuestionPart]:
     if len(parts) < 2:
         return []
     declined = [p for p in parts if any(mentions_part(p, d) for d in view.declining_clauses)]
-    if not declined:
-        return []
     rest = _outside(view.text, view.declining_clauses)
     answered = [p for p in parts if p not in declined and mentions_part(p, rest)]
     if not answered:
         return []
+    if not declined:
+        # "… so I can't say which went public earlier": the declined part is unnamed
+        return [QuestionPart(view.declining_clauses[0], "clause")] if view.declining_clauses else []
     return declined
 
 
@@ -499,12 +599,12 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             f"(covers {sum(coverage.covered)}/{len(coverage.units)} ground-truth statements)",
             "partial_abstention",
         )
-    if (
-        _has_cue(ans)
-        and not contained
-        and (view.final_declines or is_abstention(ans, example.query))
-        and (coverage.share or 0.0) < 0.5
-    ):
+    # a reasoning answer abstains when its conclusion declines; a plain answer when it
+    # says little beyond declining (substantive wrong content is an answer, not a refusal)
+    concludes_declining = (
+        view.final_declines if view.final_from != "whole answer" else False
+    ) or is_abstention(ans, example.query)
+    if _has_cue(ans) and not contained and concludes_declining and (coverage.share or 0.0) < 0.5:
         where = (
             "" if view.final_from == "whole answer" else f" in its conclusion ({view.final_from})"
         )
@@ -518,7 +618,13 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
         in_final = _values(gt, committed)
         if in_final.answer:
             said = in_final
-            values = replace(values, contradicted=in_final.contradicted, listed=in_final.listed)
+            # a date the answer states anywhere is not contradicted by the conclusion's
+            # summary of it ("between July and August 2021"); an amount is
+            gt_dates = {d.raw for d in extract_dates(gt)}
+            kept = tuple(
+                v for v in in_final.contradicted if not (v in gt_dates and v in values.stated)
+            )
+            values = replace(values, contradicted=kept, listed=in_final.listed)
     if values.contradicted:  # decided without tokenizing: a different number or date
         return _judgement(
             example,
@@ -538,7 +644,11 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             f"{sw.second!r} the other way round",
             "fact_swap",
         )
-    subs = substituted_names(gt, committed, example.query)
+    subs = [
+        s
+        for s in substituted_names(gt, committed, example.query)
+        if not _same_name(s.missing, s.instead)
+    ]
     if subs:
         sub = subs[0]
         return _judgement(
@@ -547,7 +657,31 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             f"names {sub.instead!r} where the ground truth names {sub.missing!r}",
             "name_substituted",
         )
-    facts = answer_facts(ans, gt, example.keypoints, values=values)
+    flipped = direction_flips(gt, committed)
+    if flipped:
+        return _judgement(
+            example,
+            AnswerLabel.INCORRECT,
+            f"states {_show(tuple(flipped))} with the opposite direction of change",
+            "direction_flip",
+        )
+    order = order_conflict(example.query, gt, ans)
+    if order is not None:
+        return _judgement(example, AnswerLabel.INCORRECT, order, "order")
+    facts = answer_facts(ans, gt, example.keypoints, values=values, query=example.query)
+    if facts.keypoint_coverage is not None and facts.keypoint_coverage < 1.0:
+        for point in example.keypoints:
+            conflict = slot_conflict(point, committed, example.query)
+            if conflict is not None and not _keypoint_in(
+                point, Counter(content_tokens(point)), ans
+            ):
+                return _judgement(
+                    example,
+                    AnswerLabel.INCORRECT,
+                    f"states {conflict.found!r} where the ground truth has {conflict.expected!r} "
+                    f"({conflict.clause[:80]!r})",
+                    "slot_conflict",
+                )
     if facts.gt_tokens == 0:
         return undecidable
     reasons: list[str] = []
@@ -599,10 +733,11 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             label = AnswerLabel.CORRECT
             reasons.append(f"covers {n_cov}/{n} ground-truth statements")
             rule = "gt_coverage"
-    # key facts: numbers and dates always, names for short ground truths
+    # key facts: numbers and dates always, names for short ground truths -- unless the
+    # dataset lists its key points, which then are the key facts (checked above)
     n_names = len(facts.gt_names) if facts.gt_tokens <= _NAMES_MAX_TOKENS else 0
     n_facts = len(facts.gt_values) + n_names
-    if n_facts:
+    if n_facts and facts.keypoint_coverage is None:
         hit = facts.values_hit + (facts.names_hit if n_names else 0)
         share = hit / n_facts
         # most of the wording but half the facts is partial; little of both is wrong
@@ -619,6 +754,12 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
         label = AnswerLabel.POSSIBLE_CORRECT
         reasons.append("hedged")
         rule = "hedged"
+    # an incomplete answer that declines the rest ("The passage does not say who wrote
+    # the song"): the part it declines is one the ground truth answers
+    if label is AnswerLabel.POSSIBLE_CORRECT and view.declining_clauses and rule != "hedged":
+        label = AnswerLabel.INCORRECT
+        reasons.append(f"declines the rest: {view.declining_clauses[0][:80]!r}")
+        rule = "partial_abstention"
     # a list of candidates is not an answer: the right date among several others
     # ("in November 2017, August 2019, ... and December 2021") commits to none of them
     if label is AnswerLabel.CORRECT and 0 < len(values.gt) <= 2 and values.listed >= 3:
@@ -629,8 +770,8 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
 
 
 _HEDGE = re.compile(
-    r"\b(?:maybe|perhaps|possibly|probably|likely|might|may\s+(?:be|have)|not\s+(?:sure|certain)|"
-    r"unclear|it\s+(?:seems|appears))\b|可能|也许|大概|或许|似乎|不确定",
+    r"\b(?:maybe|perhaps|possibly|might|may\s+(?:be|have)|not\s+(?:sure|certain)|"
+    r"unclear|uncertain)\b|可能|也许|大概|或许|不确定",
     re.IGNORECASE,
 )
 

@@ -85,8 +85,9 @@ _EN_DECLINE = re.compile(
     r"|(?:none|neither)\s+of\s+(?:the\s+|these\s+|those\s+)?(?:provided\s+|given\s+|retrieved\s+)?"
     r"(?:documents?|passages?|sources?|contexts?|texts?|excerpts?|chunks?|docs?)"
     r"|(?:cannot|can't|can\s+not|could\s+not|couldn't|unable\s+to|impossible\s+to|"
-    r"not\s+possible\s+to)\s+(?:be\s+)?(?:answer|determin|find|infer|conclud|identif|"
-    r"say|tell|know|provid|verif|confirm|establish|ascertain)\w*"
+    r"not\s+possible\s+to)\s+(?:be\s+)?(?:(?:reliably|accurately|definitively|fully|"
+    r"directly)\s+)?(?:answer|determin|find|infer|conclud|identif|say|tell|know|provid|"
+    r"verif|confirm|establish|ascertain|compar)\w*"
     r"|unanswerable|no\s+answer"
     r"|there\s+(?:is|are)\s+no\s+(?:specific\s+|explicit\s+|relevant\s+|available\s+)?"
     r"(?:information|mention|data|record|evidence|details?|indication)"
@@ -94,7 +95,8 @@ _EN_DECLINE = re.compile(
     re.IGNORECASE,
 )
 _ZH_DECLINE = re.compile(
-    r"无法(?:回答|确定|得知|判断|知道|提供|找到|获取|获得|得出|从|给出|确认)|无从|不知道|不清楚|不确定|"
+    r"(?:无法|不能|难以)(?:[^，。；！？,.;]{0,12}?)(?:回答|确定|得知|判断|知道|提供|找到|获取|获得|得出|"
+    r"给出|确认|比较|断定)|无法从|无从|不知道|不清楚|不确定|"
     r"(?:没有|未|并未|并没有|未能|均未|都未|均没有|都没有)(?:直接|明确|具体)?"
     r"(?:提供|提到|提及|说明|明确|给出|找到|涉及|披露|记载|包含|显示|列出|描述|记录)|"
     r"(?:没有|缺乏|缺少|无)(?:相关|足够|具体|明确|关于)?(?:的)?(?:信息|资料|数据|内容|记录|说明|描述)|"
@@ -122,7 +124,10 @@ _CONCLUSION = re.compile(
 _CLAUSES = re.compile(
     r"[;；，,]|\s+(?:but|while|whereas|however|although)\s+|而|但是|然而|不过", re.IGNORECASE
 )
-_PARAGRAPH = re.compile(r"\n\s*\n|\n(?=\s*\S)")
+_PARAGRAPH = re.compile(r"\n[ \t]*\n")
+_MD_LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+•·]|\d{1,2}[.)、]|[（(]\d{1,2}[)）])[ \t]+")
+#: a last paragraph this long is part of the reasoning, not its conclusion
+_MAX_FINAL_SENTENCES = 3
 
 
 def declining_sentence(sentence: str) -> bool:
@@ -161,7 +166,7 @@ class AnswerView:
         return bool(self.declines)
 
 
-def _final(text: str) -> tuple[str, str]:
+def _final(text: str, raw: str) -> tuple[str, str]:
     last = None
     for m in _CONCLUSION.finditer(text):
         last = m
@@ -170,9 +175,15 @@ def _final(text: str) -> tuple[str, str]:
         # "So, the answer is …" with nothing after it is no conclusion
         if len(rest) > len(last.group(0).strip()) + 1:
             return rest, " ".join(last.group(0).split()).rstrip(",:：").lower() or "marker"
-    paragraphs = [p for p in _PARAGRAPH.split(text) if p.strip()]
-    if len(paragraphs) >= 3:
-        return paragraphs[-1].strip(), "last paragraph"
+    # no marker: the last paragraph of a reasoning answer, when it is prose (the last
+    # item of a markdown list is no conclusion) and short
+    paragraphs = [p for p in _PARAGRAPH.split(raw) if p.strip()]
+    if len(paragraphs) >= 2:
+        last_raw = paragraphs[-1]
+        listed = any(_MD_LIST_ITEM.match(line) for line in last_raw.splitlines())
+        closing = clean_answer(last_raw)
+        if not listed and closing and len(split_sentences(closing)) <= _MAX_FINAL_SENTENCES:
+            return closing, "last paragraph"
     return text, "whole answer"
 
 
@@ -180,7 +191,7 @@ def _final(text: str) -> tuple[str, str]:
 def answer_view(answer: str) -> AnswerView:
     """Read ``answer`` (see :class:`AnswerView`)."""
     text = clean_answer(answer)
-    final, final_from = _final(text)
+    final, final_from = _final(text, answer)
     sentences = [s.text for s in split_sentences(text)] if text else []
     declines = tuple(s for s in sentences if declining_sentence(s))
     clauses = tuple(

@@ -140,7 +140,7 @@ class Diagnoser:
             return self._record(trace, judgement, calls, needs=False)
         if not needs_diagnosis(ex, judgement.label):
             return self._record(trace, judgement, calls, needs=False)
-        env = StrategyEnv(self._config, judges)
+        env = StrategyEnv(self._config, judges, judgement.rule)
         attribution = await attribute(self._strategy, env, trace, judgement.label)
         return self._record(trace, judgement, calls, needs=True, attribution=attribution)
 

@@ -47,7 +47,9 @@ class QuestionPart:
 
 
 _EN_COORD = re.compile(
-    r"^\s*(?:,\s*)?(?:(?:and|or|vs\.?|versus|&|as\s+well\s+as|compared\s+(?:to|with))\s+)?(?:,\s*)?$",
+    r"^\s*(?:,\s*)?(?:(?:in|at|for|during|of|on)\s+(?:the\s+)?(?:[\w-]+\s+){0,3}?[\w-]+,?\s+)?"
+    r"(?:(?:and|or|vs\.?|versus|&|as\s+well\s+as|compared\s+(?:to|with))\s+)?(?:(?:that\s+of|those\s+of|the)\s+)?"
+    r"(?:,\s*)?$",
     re.IGNORECASE,
 )
 _ZH_COORD = re.compile(r"^\s*(?:和|与|及|以及|、|跟|同|或|或者|还是)\s*$")
@@ -56,7 +58,9 @@ _EN_WH = re.compile(
     re.IGNORECASE,
 )
 _EN_CLAUSE_JOIN = re.compile(
-    r",?\s+and\s+(?=(?:what|when|where|who|whom|whose|which|why|how)\b)", re.IGNORECASE
+    r",?\s+and\s+(?:(?:in|on|at|for|by|from|to|of|with|since|until)\s+)?"
+    r"(?=(?:what|when|where|who|whom|whose|which|why|how)\b)",
+    re.IGNORECASE,
 )
 _ZH_WH = re.compile(r"什么|何时|哪|谁|多少|几|为何|为什么|如何|怎样|是否")
 _ZH_CLAUSE_JOIN = re.compile(r"[，,；;]\s*(?:以及|并且|并|还有|同时|另外)?")

@@ -100,6 +100,8 @@ class StrategyEnv:
 
     config: DiagnosisConfig
     judges: Judges
+    #: the answer-evaluation rule that failed the answer (rules judge; type tests read it)
+    answer_rule: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,11 +128,13 @@ def _context(
     gt: GTChunks | None,
     cov: ConceptCoverage | None,
     env_config: DiagnosisConfig | None = None,
+    answer_rule: str | None = None,
 ) -> CaseContext:
     return CaseContext(
         trace=trace,
         stage=stage,
         answer_label=label,
+        answer_rule=answer_rule,
         language=_language(trace),
         gt_chunk_ids=gt.ids if gt is not None else (),
         concepts=cov.concepts if cov is not None else (),
@@ -197,7 +201,7 @@ async def _ragec(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribut
     evidence = _gt_evidence(gt, cov)
     if call.stage is None:
         return Attribution(None, call.reason, (), tuple(evidence), gt, cov)
-    ctx = _context(trace, call.stage, label, gt, cov, cfg)
+    ctx = _context(trace, call.stage, label, gt, cov, cfg, env.answer_rule)
     votes, more = await env.judges.types.type_votes(ctx, cfg.k)
     return Attribution(call.stage, call.reason, tuple(votes), (*evidence, *more), gt, cov)
 
@@ -257,7 +261,7 @@ class RulesSingleStep:
         if missing is not None:
             return missing
         cov = await env.judges.concepts.concept_coverage(trace, gt.ids)
-        base = _context(trace, Stage.GENERATION, label, gt, cov, cfg)
+        base = _context(trace, Stage.GENERATION, label, gt, cov, cfg, env.answer_rule)
         scores, lines = _pooled_scores([replace(base, stage=s) for s in Stage])
         votes = apportion_votes(scores, cfg.k)
         return _by_mode(tuple(votes), [*_gt_evidence(gt, cov), *lines], gt, cov)
@@ -319,7 +323,7 @@ class RulesStageSequential:
         if missing is not None:
             return missing
         cov = await judges.concepts.concept_coverage(trace, gt.ids)
-        base = _context(trace, Stage.GENERATION, label, gt, cov, cfg)
+        base = _context(trace, Stage.GENERATION, label, gt, cov, cfg, env.answer_rule)
         evidence = _gt_evidence(gt, cov)
         flow = gt_flow(trace, gt.ids)
         for stage in _FORWARD:
@@ -382,7 +386,7 @@ class LLMStageSequential:
                 f"stage-sequential {stage.value}: {no_error} no-error, {typed} typed, "
                 f"{unreadable} unreadable sample(s)"
             )
-        ctx = _context(trace, Stage.GENERATION, label, None, None)
+        ctx = _context(trace, Stage.GENERATION, label, None, None, None, env.answer_rule)
         texts, failures = await calls.samples(stage_prompt(ctx), cfg.k, purpose="type_generation")
         votes = parse_votes(texts, types_of_stage(Stage.GENERATION))
         if failures:

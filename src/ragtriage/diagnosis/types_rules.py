@@ -1698,8 +1698,42 @@ def _gen_residual(g: _Gen, found: _Found) -> None:
         )
 
 
+#: what the answer evaluation found, as generation-type evidence (issue #9): the rule
+#: that failed the answer names the kind of mistake (seed 000 §4.4 definitions)
+_ANSWER_RULE_TYPES: Mapping[str, tuple[ErrorType, float, str]] = MappingProxyType(
+    {
+        "order": (E.E15, 0.75, "the answer puts the ground truth's dated events in another order"),
+        "partial_abstention": (
+            E.E12,
+            0.7,
+            "the answer declines a part of the question that the ground truth answers",
+        ),
+        "gt_coverage": (E.E12, 0.55, "the answer makes only some of the ground truth's statements"),
+        "slot_conflict": (
+            E.E13,
+            0.65,
+            "the answer fills one of the ground truth's slots with another name or number",
+        ),
+        "direction_flip": (
+            E.E16,
+            0.6,
+            "the answer states a ground-truth amount with the opposite direction of change",
+        ),
+    }
+)
+
+
+def _gen_answer_rule(g: _Gen, ctx: CaseContext, found: _Found) -> None:
+    """Evidence from the answer evaluation's deciding rule (when the rules judged it and
+    the stage's context held the evidence, i.e. the stage is generation)."""
+    hint = _ANSWER_RULE_TYPES.get(ctx.answer_rule or "")
+    if hint is not None and g.answer.strip():
+        found.add(hint[0], hint[1], f"answer evaluation: {hint[2]}")
+
+
 def _generation_tests(ctx: CaseContext, found: _Found) -> None:
     g = _Gen(ctx)
+    _gen_answer_rule(g, ctx, found)
     _gen_e9_e12(g, found)
     _gen_e12_parts(g, found)
     _gen_e10_e11(g, found)
