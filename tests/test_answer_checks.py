@@ -1,0 +1,135 @@
+"""Relational answer checks (issue #9): facts present but tied together wrongly, and
+numbers in another form that are not conflicts. English and Chinese."""
+
+from __future__ import annotations
+
+from ragtriage.config import DiagnosisConfig
+from ragtriage.diagnosis.answer_checks import (
+    clauses,
+    compound_durations,
+    direction_flips,
+    order_conflict,
+    slot_conflict,
+)
+from ragtriage.diagnosis.answer_eval import evaluate_rules
+from ragtriage.diagnosis.facts import extract_quantities
+from ragtriage.records import AnswerLabel, Example
+
+CFG = DiagnosisConfig()
+
+
+def label_of(query: str, gt: str, answer: str, keypoints: tuple[str, ...] = ()) -> AnswerLabel:
+    ex = Example(example_id="x", query=query, answer=gt, keypoints=list(keypoints))
+    j = evaluate_rules(ex, answer, CFG)
+    assert j.label is not None
+    return j.label
+
+
+def test_direction_flip_zh_and_en() -> None:
+    gt = "远航冷链净利润为1.52亿元，同比下降4.4%。"
+    assert direction_flips(gt, "远航冷链净利润为1.52亿元，同比增长4.4%。") == ["4.4%"]
+    assert direction_flips(gt, "远航冷链净利润为1.52亿元，同比下降4.4%。") == []
+    assert direction_flips("Revenue fell 3% to $2 billion.", "Revenue rose 3% to $2 billion.")
+    assert (
+        label_of("净利润是多少？", gt, "远航冷链净利润为人民币1.52亿元，同比增长4.4%。")
+        is AnswerLabel.INCORRECT
+    )
+
+
+def test_compound_duration_is_not_a_conflict() -> None:
+    text = "2 hours and 10 minutes after she was last seen well"
+    extra = compound_durations(text, extract_quantities(text))
+    assert [(q.value, q.unit) for q in extra] == [(130.0, "minute")]
+    label = label_of(
+        "How long after she was last seen well did she get alteplase?",
+        "She received alteplase 2 hours and 10 minutes after she was last seen well.",
+        "Let's see.\n- Alteplase was started 2 hours and 10 minutes after she was last seen "
+        "well.\n\nThus, the answer is 130 minutes.",
+    )
+    assert label is not AnswerLabel.INCORRECT
+
+
+def test_wrong_order_on_an_ordering_question() -> None:
+    gt = (
+        "The HomeNest acquisition (1 April 2021) came first, then the data breach (3 July "
+        "2021), then the Brisbane opening (16 August 2021)."
+    )
+    wrong = (
+        "The HomeNest acquisition came first (1 April 2021), followed by the Brisbane opening "
+        "(16 August 2021) and then the data breach (3 July 2021)."
+    )
+    query = "Which came first: the HomeNest acquisition, the data breach or the Brisbane opening?"
+    assert order_conflict(query, gt, wrong) is not None
+    assert order_conflict(query, gt, gt) is None
+    # a duration question is no ordering question
+    assert order_conflict("How long after arriving was it resolved?", gt, wrong) is None
+    assert label_of(query, gt, wrong) is AnswerLabel.INCORRECT
+
+
+def test_wrong_order_zh() -> None:
+    gt = "3月2日发行债券；6月30日物流园投入运营；11月15日财务总监辞职。"
+    wrong = "按时间先后：6月30日物流园投入运营；3月2日发行债券；11月15日财务总监辞职。"
+    assert order_conflict("远航冷链2021年的重大事项按时间先后顺序是怎样的？", gt, wrong)
+
+
+def test_slot_filled_with_another_name() -> None:
+    found = slot_conflict(
+        "began in St. Joseph, Missouri",
+        "The Pony Express route began in Salt Lake City and ended in Sacramento.",
+        "Where did the Pony Express route begin and end?",
+    )
+    assert found is not None and found.found == "Salt Lake City"
+    label = label_of(
+        "Where did the Pony Express route begin and end?",
+        "The Pony Express started at St. Joseph, Missouri and ended in Sacramento.",
+        "The Pony Express route began in Salt Lake City and ended in Sacramento.",
+        ("began in St. Joseph, Missouri", "ended in Sacramento"),
+    )
+    assert label is AnswerLabel.INCORRECT
+
+
+def test_swapped_attributes_between_two_people_zh() -> None:
+    answer = "根据文档：\n- 王建国：对头孢类药物过敏；\n- 李娜：对青霉素过敏。"
+    pieces = clauses(answer)
+    assert any("王建国" in c and "头孢" in c and "李娜" not in c for c in pieces)
+    label = label_of(
+        "王建国和李娜分别对哪类药物过敏？",
+        "王建国对青霉素过敏，李娜对头孢类药物过敏。",
+        answer,
+        ("王建国青霉素", "李娜头孢类"),
+    )
+    assert label is AnswerLabel.INCORRECT
+
+
+def test_right_attributes_in_a_list_are_covered() -> None:
+    label = label_of(
+        "王建国和李娜分别对哪类药物过敏？",
+        "王建国对青霉素过敏，李娜对头孢类药物过敏。",
+        "根据文档：\n- 王建国：对青霉素过敏；\n- 李娜：对头孢类药物过敏。",
+        ("王建国青霉素", "李娜头孢类"),
+    )
+    assert label is AnswerLabel.CORRECT
+
+
+def test_concise_answer_need_not_repeat_the_question() -> None:
+    label = label_of(
+        "When was Thor: The Dark World released?",
+        "Thor: The Dark World was released on November 8, 2013.",
+        "November 8, 2013.",
+    )
+    assert label is AnswerLabel.CORRECT
+
+
+def test_derived_difference_is_not_a_conflict_but_a_wrong_one_is() -> None:
+    gt = (
+        "GreenTech invested $50 million in September 2021; Fabrikon invested $30 million in "
+        "July 2021."
+    )
+    right = (
+        "GreenTech: $50 million, September 2021.\nFabrikon: $30 million, July 2021.\n\n"
+        "Thus, GreenTech invested $20 million more, but Fabrikon invested two months earlier."
+    )
+    assert label_of("Compare the two investments.", gt, right) is AnswerLabel.CORRECT
+    gt2 = "The recall came on 9 September 2021; the plant opened 48 days later."
+    wrong = "The recall came on 9 September 2021; the plant opened about 38 days later."
+    assert label_of("How far apart were they?", gt2, wrong) is AnswerLabel.INCORRECT
