@@ -169,7 +169,20 @@ def _contains(normalized_text: str, normalized_part: str) -> bool:
         return False
     if _CJK.search(normalized_part):
         return normalized_part in normalized_text
-    return f" {normalized_part} " in f" {normalized_text} "
+    if f" {normalized_part} " in f" {normalized_text} ":
+        return True
+    # Latin words next to Chinese characters ("acme研发有限公司") have no spaces around them
+    at = normalized_text.find(normalized_part)
+    while at >= 0:
+        end = at + len(normalized_part)
+        before = normalized_text[at - 1] if at else " "
+        after = normalized_text[end] if end < len(normalized_text) else " "
+        if not (before.isascii() and before.isalnum()) and not (
+            after.isascii() and after.isalnum()
+        ):
+            return True
+        at = normalized_text.find(normalized_part, at + 1)
+    return False
 
 
 def _entity_in(entity: str, normalized_text: str) -> bool:
@@ -733,11 +746,11 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             label = AnswerLabel.CORRECT
             reasons.append(f"covers {n_cov}/{n} ground-truth statements")
             rule = "gt_coverage"
-    # key facts: numbers and dates always, names for short ground truths -- unless the
-    # dataset lists its key points, which then are the key facts (checked above)
+    # key facts: numbers and dates always, names for short ground truths (not the names
+    # the question already gives)
     n_names = len(facts.gt_names) if facts.gt_tokens <= _NAMES_MAX_TOKENS else 0
     n_facts = len(facts.gt_values) + n_names
-    if n_facts and facts.keypoint_coverage is None:
+    if n_facts:
         hit = facts.values_hit + (facts.names_hit if n_names else 0)
         share = hit / n_facts
         # most of the wording but half the facts is partial; little of both is wrong
