@@ -34,6 +34,7 @@ __all__ = [
     "clauses",
     "compound_durations",
     "direction_flips",
+    "names_of",
     "order_conflict",
     "slot_conflict",
 ]
@@ -173,26 +174,42 @@ def _slot_words(keypoint: str, names: Sequence[str]) -> set[str]:
     return {t for t in content_tokens(text) if not any(ch.isdigit() for ch in t)}
 
 
+def names_of(text: str) -> list[str]:
+    """Entity names without trailing or leading numbers ("Castellano 64" -> "Castellano")."""
+    out = []
+    for n in extract_entities(text):
+        words = [w for w in n.split() if not any(ch.isdigit() for ch in w)]
+        if words:
+            out.append(" ".join(words))
+    return out
+
+
 def slot_conflict(keypoint: str, answer: str, query: str = "") -> SlotConflict | None:
-    """The answer repeats the wording of ``keypoint`` ("began in …") in one clause with
-    another name or number than the keypoint's. Words the query holds do not count as
-    the slot's wording."""
-    names = [n for n in extract_entities(keypoint) if normalize(n) not in normalize(query)]
+    """The answer repeats the wording of ``keypoint`` ("began in …", "… as Baloo") in one
+    clause with another name or number than the keypoint's. Words and names the query
+    holds do not count as the slot's wording."""
+    nq = normalize(query)
+    names = [n for n in names_of(keypoint) if normalize(n) not in nq]
     values = [q.raw for q in extract_quantities(keypoint)]
     if not names and not values:
         return None
     words = _slot_words(keypoint, names) - set(content_tokens(query))
-    if not words:
-        return None
     for clause in clauses(answer):
-        have = set(content_tokens(clause))
-        if len(words & have) / len(words) < 0.5:
-            continue
         nc = normalize(clause)
-        if names and not any(normalize(n) in nc for n in names):
-            others = [e for e in extract_entities(clause) if normalize(e) not in normalize(query)]
+        present = [n for n in names if normalize(n) in nc]
+        if words:
+            if len(words & set(content_tokens(clause))) / len(words) < 0.5:
+                continue
+        elif not present:
+            continue  # nothing of the keypoint's slot in this clause
+        missing = [n for n in names if n not in present]
+        if missing:
+            known = {normalize(n) for n in names}
+            others = [
+                e for e in names_of(clause) if normalize(e) not in nq and normalize(e) not in known
+            ]
             if others:
-                return SlotConflict(keypoint, clause, names[0], others[0])
+                return SlotConflict(keypoint, clause, missing[0], others[0])
         if values and not names:
             from ragtriage.diagnosis.facts import quantities_match
 

@@ -31,6 +31,7 @@ from ragtriage.diagnosis.answer_checks import (
     clauses,
     compound_durations,
     direction_flips,
+    names_of,
     order_conflict,
     slot_conflict,
 )
@@ -396,7 +397,7 @@ def answer_facts(
                 continue
             # a keypoint naming a person or company must hold within one clause, line or
             # list item: "王建国：头孢；李娜：青霉素" does not cover "王建国青霉素"
-            anchors = [*extract_entities(kp), *(a for a in anchors_all if a in kp)]
+            anchors = [*names_of(kp), *(a for a in anchors_all if a in kp)]
             if anchors:
                 if pieces is None:
                     pieces = clauses(answer)

@@ -13,7 +13,7 @@ declined part calls it ``possible_correct``.
 | parts (EN) | named entities of the question joined only by a coordinator (", ", "and", "or", "vs", "&", "as well as"), or ≥ 2 wh-clauses joined by "and" ("When was it founded and who runs it?") |
 | parts (ZH) | query concepts joined only by 和/与/及/以及/、/跟/同/或; wh-clauses joined by "，" with a second question word |
 | a part is mentioned in a text | the part's name, or its core without legal suffixes (Ltd., Co., Inc., 有限公司, 集团 …), or for EN names of ≥ 3 words the first two words |
-| a part's evidence reached the generator | some context chunk mentions it; the GT chunks (or GT documents) that mention it say where the rest went |
+| a part's evidence reached the generator | one of its GT chunks (those that name it, or whose document names only it) is in the context |
 
 Pure functions; no LLM.
 """
@@ -182,9 +182,9 @@ class PartFlow:
 
     @property
     def starved(self) -> bool:
-        """The part had evidence in the GT chunks and none of it reached the generator, and
-        no context chunk mentions the part at all."""
-        return bool(self.gt_chunks) and not self.in_context and self.context_mentions == 0
+        """The part had evidence in the GT chunks and none of it reached the generator
+        (other context chunks may still name the part: its answer was not among them)."""
+        return bool(self.gt_chunks) and not self.in_context
 
 
 def part_flows(

@@ -26,8 +26,8 @@ chunking when
   diluted by everything else it holds. Uniform chunk sizes never fire.
 
 **Multi-entity questions** (issue #9; :func:`stage_from_parts`, before step 1): a question
-about two companies (defendants, products …) whose context holds evidence for one of them
-and nothing at all about the other failed at retrieval (E4: that entity's evidence never
+about two companies (defendants, products …) whose context holds the GT evidence for one of
+them and none of the other's GT chunks failed at retrieval (E4: that entity's evidence never
 reached the generator) or at reranking (it was retrieved, then dropped) -- even when most
 GT chunks, all about the first entity, reached the generator. The GT chunks of each entity
 are those that name it, or whose document names only that entity.
