@@ -238,3 +238,21 @@ def test_llm_answer_prompt_shows_the_conclusion_of_a_reasoning_answer() -> None:
     assert "declines or misses another" in prompt.system
     plain = answer_eval_prompt("q?", "gt", "Acme.", conclusion="")
     assert "<final_answer_found>" not in plain.user
+
+
+WIKI_GT = (
+    "Love the One You're With is a song by folk rocker Stephen Stills. David Crosby and "
+    "Graham Nash provide background vocals on the song. The song was also covered by the "
+    "Isley Brothers and Luther Vandross."
+)
+
+
+def test_direct_answer_without_the_rest_is_possible_correct() -> None:
+    """The first statement of a long-form ground truth is its direct answer: stated alone
+    it is partial (Listing 3: possible_correct); a later statement alone is incorrect."""
+    query = "Who recorded Love the One You're With, and who else performed or covered it?"
+    first, _ = judge(query, WIKI_GT, "It is a song by folk rocker Stephen Stills.")
+    assert first is AnswerLabel.POSSIBLE_CORRECT
+    last, reason = judge(query, WIKI_GT, "It was covered by the Isley Brothers.")
+    assert last is AnswerLabel.INCORRECT
+    assert "1/3" in reason

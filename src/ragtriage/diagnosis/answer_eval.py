@@ -218,6 +218,8 @@ class AnswerFacts:
     gt_names: tuple[str, ...]
     names_hit: int
     keypoint_coverage: float | None
+    #: whether the first keypoint (a dataset's direct answer) is covered; None without
+    first_keypoint: bool | None = None
 
     @property
     def value_conflict(self) -> bool:
@@ -387,7 +389,9 @@ def answer_facts(
     coverage: float | None = None
     points = [(k, Counter(content_tokens(k))) for k in keypoints]
     points = [(k, bag) for k, bag in points if bag]
+    first_hit: bool | None = None
     if points:
+        first_hit = _contains(na, normalize(points[0][0]))
         covered = 0
         pieces: list[str] | None = None
         anchors_all = [p.text for p in question_parts(query)] if query else []
@@ -407,6 +411,8 @@ def answer_facts(
                 spans = [answer]
             if any(_keypoint_in(kp, bag, span) for span in spans):
                 covered += 1
+                if kp == points[0][0]:
+                    first_hit = True
         coverage = covered / len(points)
     return AnswerFacts(
         exact=bool(ng) and na == ng,
@@ -422,6 +428,7 @@ def answer_facts(
         gt_names=names,
         names_hit=sum(1 for n in names if _entity_in(n, na)),
         keypoint_coverage=coverage,
+        first_keypoint=first_hit,
     )
 
 
@@ -726,6 +733,8 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             if kp >= 0.8
             else AnswerLabel.POSSIBLE_CORRECT
             if kp >= 0.5
+            # the direct answer (first keypoint) without the rest is partial (Listing 3)
+            or (facts.first_keypoint and len(example.keypoints) >= 3 and kp >= 0.25)
             else AnswerLabel.INCORRECT
         )
         reasons.append(f"keypoints covered {kp:.2f}")
@@ -735,11 +744,12 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
         # a long-form ground truth: how many of its statements the answer makes
         share = coverage.share or 0.0
         n_cov, n = sum(coverage.covered), len(coverage.units)
-        if share < _PARTIAL_COVERAGE:
+        if share < _PARTIAL_COVERAGE and not (coverage.covered[0] and n >= 3 and share >= 0.25):
             label = AnswerLabel.INCORRECT
             reasons.append(f"covers {n_cov}/{n} ground-truth statements")
             rule = "gt_coverage"
-        elif share < _FULL_COVERAGE and label is AnswerLabel.CORRECT:
+        elif share < _FULL_COVERAGE and label is not AnswerLabel.POSSIBLE_CORRECT:
+            # the direct answer (the first statement) and some of the rest: partial
             label = AnswerLabel.POSSIBLE_CORRECT
             reasons.append(f"covers {n_cov}/{n} ground-truth statements")
             rule = "gt_coverage"
