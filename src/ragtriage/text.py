@@ -97,10 +97,25 @@ def strip_list_marker(text: str) -> str:
     return stripped if stripped else text
 
 
+#: texts up to this many characters have their sentence splits and normal forms cached:
+#: the rules judge asks for those of one answer, chunk or name many times over; whole
+#: documents (chunking, indexing) are longer and are not kept
+_CACHED_CHARS = 20_000
+
+
 def normalize(text: str) -> str:
     """NFKC, lower case, punctuation and symbols to spaces, collapsed whitespace."""
+    if len(text) <= _CACHED_CHARS:
+        return _normalize_cached(text)
+    return _normalize(text)
+
+
+def _normalize(text: str) -> str:
     t = unicodedata.normalize("NFKC", text).lower()
     return " ".join(_PUNCT_SYMBOL_RE.sub(" ", t).split())
+
+
+_normalize_cached = lru_cache(maxsize=16384)(_normalize)
 
 
 # A Latin token: letters/digits, keeping inner apostrophes, hyphens, dots and commas in
@@ -137,8 +152,17 @@ def _word_tokens(text: str) -> tuple[list[str], bool]:
     t = text if text.isascii() else unicodedata.normalize("NFKC", text)
     if _CJK_RE.search(t) is None:
         # the fast path of the whole package (BM25 indexing tokenizes every chunk)
-        return [w.lower().replace(",", "") for w in _LATIN_TOKEN.findall(t)], False
+        return _latin_words(t), False
     return [t[s:e].lower().replace(",", "") for s, e in token_spans(t)], True
+
+
+def _latin_words(t: str) -> list[str]:
+    """Lower-cased Latin tokens of ``t`` (no CJK), thousands separators removed."""
+    if t.isascii():
+        # lower-casing ASCII keeps every character's class: tokenize once, lower once
+        words = _LATIN_TOKEN.findall(t.lower())
+        return [w.replace(",", "") for w in words] if "," in t else words
+    return [w.lower().replace(",", "") for w in _LATIN_TOKEN.findall(t)]
 
 
 def count_tokens(text: str) -> int:
@@ -173,30 +197,47 @@ def match_tokens(text: str) -> list[str]:
 
 
 def _match_tokens(text: str) -> tuple[list[str], bool]:
-    """:func:`match_tokens` and whether the (NFKC) text has CJK characters."""
-    toks, has_cjk = _word_tokens(text)
-    if not has_cjk:
-        return toks, False
+    """:func:`match_tokens` and whether the (NFKC) text has CJK characters.
+
+    One pass over the text: the word tokens of :func:`word_tokens` are never built one
+    CJK character at a time. A token run of CJK characters (whitespace between them
+    does not end it; any other token does) gives its bigrams, or the character itself
+    when it stands alone."""
+    t = text if text.isascii() else unicodedata.normalize("NFKC", text)
+    if _CJK_RE.search(t) is None:
+        return _latin_words(t), False
     out: list[str] = []
-    run: list[str] = []
+    run: list[str] = []  # CJK pieces since the last other token
 
     def flush() -> None:
-        if len(run) == 1:
-            out.append(run[0])
-        else:
-            out.extend(run[i] + run[i + 1] for i in range(len(run) - 1))
+        chars = "".join(run)
         run.clear()
-
-    for tok in toks:
-        if len(tok) == 1 and is_cjk(tok):
-            run.append(tok)
+        if len(chars) == 1:
+            out.append(chars)
         else:
+            out.extend([chars[i : i + 2] for i in range(len(chars) - 1)])
+
+    for seg in _LATIN_TOKEN.findall(t):
+        if _CJK_RE.search(seg) is None:
             if run:
                 flush()
-            out.append(tok)
+            out.append(seg.lower().replace(",", ""))
+            continue
+        # a mixed run: CJK characters join the run (they have no case), Latin parts stay
+        # whole
+        for piece in _CJK_RUNS_RE.findall(seg):
+            if _CJK_RE.match(piece) is not None:
+                run.append(piece)
+            else:
+                if run:
+                    flush()
+                out.append(piece.lower().replace(",", ""))
     if run:
         flush()
     return out, True
+
+
+_CJK_RUNS_RE = re.compile(f"[{_CJK_CLASS}]+|[^{_CJK_CLASS}]+")
 
 
 def content_tokens(text: str) -> list[str]:
@@ -210,10 +251,23 @@ def _content_tokens(text: str) -> tuple[str, ...]:
     if not has_cjk:  # no token can be made of Chinese stopwords
         return tuple(tok for tok in toks if tok not in STOPWORDS_EN)
     # every Chinese stopword is a CJK character, so "all characters are stopwords"
-    # implies "all characters are CJK"
+    # implies "all characters are CJK"; tokens of one or two characters (nearly all of
+    # them) are looked up at once
     return tuple(
-        tok for tok in toks if tok not in STOPWORDS_EN and not all(c in STOPWORDS_ZH for c in tok)
+        tok
+        for tok in toks
+        if tok not in STOPWORDS_EN
+        and tok not in _ZH_STOP_SHORT
+        and (len(tok) <= 2 or not all(c in STOPWORDS_ZH for c in tok))
     )
+
+
+#: every string of at most two characters that are all Chinese stopwords (and "", which
+#: ``all`` accepts too)
+_ZH_STOP_CHARS = [w for w in STOPWORDS_ZH if len(w) == 1]
+_ZH_STOP_SHORT = frozenset(
+    ["", *_ZH_STOP_CHARS, *(a + b for a in _ZH_STOP_CHARS for b in _ZH_STOP_CHARS)]
+)
 
 
 def token_f1(prediction: str, reference: str) -> tuple[float, float, float]:
@@ -316,6 +370,12 @@ def split_sentences(text: str) -> list[Sentence]:
     by whitespace unless the period ends a known abbreviation, an initial, or a number.
     ``text[s.start:s.end] == s.text`` for every sentence.
     """
+    if len(text) <= _CACHED_CHARS:
+        return list(_split_sentences_cached(text))
+    return _split_sentences(text)
+
+
+def _split_sentences(text: str) -> list[Sentence]:
     cuts: set[int] = set()
     for m in re.finditer(r"\n+", text):
         cuts.add(m.start())
@@ -336,3 +396,8 @@ def split_sentences(text: str) -> list[Sentence]:
             out.append(_trimmed(text, prev, c))
         prev = c
     return out
+
+
+@lru_cache(maxsize=4096)
+def _split_sentences_cached(text: str) -> tuple[Sentence, ...]:
+    return tuple(_split_sentences(text))

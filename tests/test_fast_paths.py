@@ -1,0 +1,156 @@
+"""The rules judge's fast paths give exactly what the straightforward code gave.
+
+Each reference below is the implementation a fast path replaced, kept here as the oracle;
+property tests compare the two on generated text (English, Chinese, mixed, full-width,
+kana/hangul, accents, odd punctuation) and on the real-style benchmark's traces.
+"""
+
+from __future__ import annotations
+
+import sys
+import unicodedata
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragtriage import text as T
+from ragtriage.text import STOPWORDS_EN, STOPWORDS_ZH, is_cjk, token_spans
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+from diagnose_rules import real_traces
+
+# -- references: the code before the fast paths ----------------------------------------
+
+
+def ref_word_tokens(text: str) -> tuple[list[str], bool]:
+    t = text if text.isascii() else unicodedata.normalize("NFKC", text)
+    if T._CJK_RE.search(t) is None:
+        return [w.lower().replace(",", "") for w in T._LATIN_TOKEN.findall(t)], False
+    return [t[s:e].lower().replace(",", "") for s, e in token_spans(t)], True
+
+
+def ref_match_tokens(text: str) -> tuple[list[str], bool]:
+    toks, has_cjk = ref_word_tokens(text)
+    if not has_cjk:
+        return toks, False
+    out: list[str] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if len(run) == 1:
+            out.append(run[0])
+        else:
+            out.extend(run[i] + run[i + 1] for i in range(len(run) - 1))
+        run.clear()
+
+    for tok in toks:
+        if len(tok) == 1 and is_cjk(tok):
+            run.append(tok)
+        else:
+            if run:
+                flush()
+            out.append(tok)
+    if run:
+        flush()
+    return out, True
+
+
+def ref_content_tokens(text: str) -> tuple[str, ...]:
+    toks, has_cjk = ref_match_tokens(text)
+    if not has_cjk:
+        return tuple(tok for tok in toks if tok not in STOPWORDS_EN)
+    return tuple(
+        tok for tok in toks if tok not in STOPWORDS_EN and not all(c in STOPWORDS_ZH for c in tok)
+    )
+
+
+# -- generated text ----------------------------------------------------------------------
+
+_PIECES = [
+    *"abcXYZ019",
+    " ",
+    "  ",
+    "\n",
+    "\t",
+    ",",
+    ".",
+    "'",
+    "’",
+    "-",
+    "_",
+    "$",
+    "%",
+    "(",
+    ")",
+    "「",
+    "。",
+    "，",
+    "１",
+    "Ａ",
+    "ｶ",
+    "É",
+    "é",
+    "İ",
+    "ß",
+    "ﬁ",
+    "の",
+    "한",
+    "中",
+    "国",
+    "公司",
+    "的",
+    "了",
+    "和",
+    "年",
+    "2019年3月",
+    "1,200",
+    "3.5",
+    "o'neil",
+    "COVID-19",
+    "the",
+    "and",
+    "Revenue",
+    "𠀀",
+    "豈",
+]
+texts = st.lists(st.sampled_from(_PIECES), max_size=40).map("".join)
+
+
+def _real_texts() -> list[str]:
+    out: list[str] = []
+    for t in real_traces(21):
+        out += [t.answer, t.example.query, t.example.answer]
+        out += [c.text for c in t.gt_doc_chunks[:3]]
+    return out
+
+
+# -- tokens --------------------------------------------------------------------------
+
+
+@settings(max_examples=600, deadline=None)
+@given(texts)
+def test_match_tokens_equal_reference(text: str) -> None:
+    assert T._match_tokens(text) == ref_match_tokens(text)
+    assert T._word_tokens(text) == ref_word_tokens(text)
+
+
+@settings(max_examples=600, deadline=None)
+@given(texts)
+def test_content_tokens_equal_reference(text: str) -> None:
+    assert T._content_tokens.__wrapped__(text) == ref_content_tokens(text)
+
+
+def test_tokens_equal_reference_on_real_style_traces() -> None:
+    for text in _real_texts():
+        assert T._match_tokens(text) == ref_match_tokens(text)
+        assert T._content_tokens.__wrapped__(text) == ref_content_tokens(text)
+
+
+def test_cjk_characters_have_no_case() -> None:
+    # the fast tokenizer adds CJK characters to a run without lower-casing them
+    for lo, hi in T._CJK_RANGES:
+        for cp in range(lo, hi + 1):
+            ch = chr(cp)
+            assert ch.lower() == ch, hex(cp)
