@@ -172,9 +172,15 @@ LONG_GT = (
 )
 
 
-def test_one_of_three_evidence_sentences_is_incorrect() -> None:
+def test_one_of_three_evidence_sentences() -> None:
+    """Only the first statement (the direct answer): partial; only a later one: wrong."""
     label, reason = judge(
         "What did the court decide?", LONG_GT, "The court found Hale guilty of fraud."
+    )
+    assert label is AnswerLabel.POSSIBLE_CORRECT
+    assert "1/3" in reason
+    label, reason = judge(
+        "What did the court decide?", LONG_GT, "The court ordered restitution of $2 million."
     )
     assert label is AnswerLabel.INCORRECT
     assert "1/3" in reason

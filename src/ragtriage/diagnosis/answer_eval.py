@@ -748,8 +748,8 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             label = AnswerLabel.INCORRECT
             reasons.append(f"covers {n_cov}/{n} ground-truth statements")
             rule = "gt_coverage"
-        elif share < _FULL_COVERAGE and label is not AnswerLabel.POSSIBLE_CORRECT:
-            # the direct answer (the first statement) and some of the rest: partial
+        elif share < _FULL_COVERAGE:
+            # the direct answer (the first statement) or some of the rest: partial
             label = AnswerLabel.POSSIBLE_CORRECT
             reasons.append(f"covers {n_cov}/{n} ground-truth statements")
             rule = "gt_coverage"
@@ -759,8 +759,11 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             rule = "gt_coverage"
     # key facts: numbers and dates always, names for short ground truths (not the names
     # the question already gives)
+    # (a ground truth of several statements was judged statement by statement above,
+    # each statement with all its numbers)
     n_names = len(facts.gt_names) if facts.gt_tokens <= _NAMES_MAX_TOKENS else 0
-    n_facts = len(facts.gt_values) + n_names
+    statements = len(coverage.units) >= 2 and facts.keypoint_coverage is None
+    n_facts = len(facts.gt_values) + n_names if not statements else 0
     if n_facts:
         hit = facts.values_hit + (facts.names_hit if n_names else 0)
         share = hit / n_facts
