@@ -133,3 +133,26 @@ def test_derived_difference_is_not_a_conflict_but_a_wrong_one_is() -> None:
     gt2 = "The recall came on 9 September 2021; the plant opened 48 days later."
     wrong = "The recall came on 9 September 2021; the plant opened about 38 days later."
     assert label_of("How far apart were they?", gt2, wrong) is AnswerLabel.INCORRECT
+
+
+def test_markdown_table_rows_keep_name_and_value_together() -> None:
+    answer = (
+        "| Company | Financing | Amount |\n|---|---|---|\n"
+        "| National Development Corporation | November 2019 | $2.5 billion |\n"
+        "| Fabrikon Manufacturing | August 2021 | $100 million |"
+    )
+    label = label_of(
+        "How much did National Development Corporation and Fabrikon Manufacturing each raise?",
+        "National Development Corporation raised $2.5 billion and Fabrikon raised $100 million.",
+        answer,
+        ("National Development Corporation $2.5 billion", "Fabrikon $100 million"),
+    )
+    assert label is AnswerLabel.CORRECT
+
+
+def test_a_rounded_value_marked_approximate_is_no_conflict() -> None:
+    gt = "About 34.5% (USD 291.0 million of USD 842.6 million)."
+    rounded = "USD 291.0 million of USD 842.6 million, roughly 35% of turnover."
+    assert label_of("What share?", gt, rounded) is not AnswerLabel.INCORRECT
+    wrong = "USD 291.0 million of USD 842.6 million, that is 45% of turnover."
+    assert label_of("What share?", gt, wrong) is AnswerLabel.INCORRECT

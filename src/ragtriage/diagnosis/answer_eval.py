@@ -261,6 +261,7 @@ def _values(gt: str, answer: str) -> _Values:
         a.unit
         for a in aq
         if not g_pool.matches(a)
+        and not _approximates(answer, a, gq)
         and not (extra is not None and extra.matches(a))
         and (a.unit in derived_units or not _derived(answer, a))
     }
@@ -304,6 +305,26 @@ _DERIVED_BEFORE = re.compile(
     r"[ \t]*(?:about|around|roughly|approximately|约)?[ \t]*$",
     re.IGNORECASE,
 )
+
+
+_APPROX_BEFORE = re.compile(
+    r"(?:\b(?:about|around|roughly|approximately|approx\.?|nearly|almost|some|circa|~)|约|大约|近|将近|左右)"
+    r"[ \t]*$",
+    re.IGNORECASE,
+)
+#: a value marked as approximate matches a ground-truth value this close (relative)
+_APPROX = 0.05
+
+
+def _approximates(text: str, q: Quantity, truth: Sequence[Quantity]) -> bool:
+    """``q`` is marked approximate ("around 35%", "约3000万元") and within 5 % of a
+    ground-truth value of the same unit: a rounded statement, not a competing value."""
+    if not _APPROX_BEFORE.search(text[max(0, q.start - 16) : q.start]):
+        return False
+    return any(
+        g.unit == q.unit and g.value and abs(q.value - g.value) <= _APPROX * abs(g.value)
+        for g in truth
+    )
 
 
 def _derived(text: str, q: Quantity) -> bool:
@@ -737,6 +758,15 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             or (facts.first_keypoint and len(example.keypoints) >= 3 and kp >= 0.25)
             else AnswerLabel.INCORRECT
         )
+        if (
+            kp_label is AnswerLabel.POSSIBLE_CORRECT
+            and len(coverage.units) >= 2
+            and all(coverage.covered)
+        ):
+            # every ground-truth statement is made; a keypoint worded otherwise ("冷库事故"
+            # for "制冷设备故障造成货损") is no gap
+            kp_label = AnswerLabel.CORRECT
+            reasons.append(f"states all {len(coverage.units)} ground-truth statements")
         reasons.append(f"keypoints covered {kp:.2f}")
         label = kp_label
         rule = "keypoints"
@@ -773,7 +803,17 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             label = AnswerLabel.POSSIBLE_CORRECT if strong else AnswerLabel.INCORRECT
             reasons.append(f"only {hit}/{n_facts} key facts (numbers, dates, names) present")
             rule = "key_facts"
-        elif share < 1.0 and label is AnswerLabel.CORRECT:
+        elif (
+            share < 1.0
+            and label is AnswerLabel.CORRECT
+            # a name spelled otherwise ("King Louis XV" / "Louis XV") in an answer that
+            # states every number and key point is no missing fact
+            and not (
+                facts.values_hit == len(facts.gt_values)
+                and share >= 0.75
+                and (facts.keypoint_coverage or 0.0) >= 0.8
+            )
+        ):
             label = AnswerLabel.POSSIBLE_CORRECT
             reasons.append(f"{hit}/{n_facts} key facts present")
             rule = "key_facts"

@@ -61,7 +61,7 @@ def clean_answer(answer: str) -> str:
         line = _MD_LINE.sub("", line)
         line = _MD_EMPH.sub("", line)
         if "|" in line:
-            line = line.strip().strip("|").replace("|", ";")
+            line = line.strip().strip("|").replace("|", ",")
         line = _CITATIONS.sub("", line)
         lines.append(_SPACES.sub(" ", line).strip())
     return "\n".join(lines).strip()
