@@ -7,6 +7,7 @@ kana/hangul, accents, odd punctuation) and on the real-style benchmark's traces.
 
 from __future__ import annotations
 
+import re
 import sys
 import unicodedata
 from pathlib import Path
@@ -14,7 +15,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ragtriage import groundtruth
 from ragtriage import text as T
+from ragtriage.diagnosis import facts
 from ragtriage.text import STOPWORDS_EN, STOPWORDS_ZH, is_cjk, token_spans
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -154,3 +157,76 @@ def test_cjk_characters_have_no_case() -> None:
         for cp in range(lo, hi + 1):
             ch = chr(cp)
             assert ch.lower() == ch, hex(cp)
+
+
+# -- reference location ----------------------------------------------------------------
+
+
+def ref_gt_normalize(text: str) -> tuple[str, tuple[int, ...]]:
+    chars: list[str] = []
+    origin: list[int] = []
+    for i, ch in enumerate(text):
+        if ch.isascii():
+            if ch.isalnum():
+                chars.append(ch.lower())
+                origin.append(i)
+            continue
+        for out in unicodedata.normalize("NFKC", ch).lower():
+            if out.isalnum():
+                chars.append(out)
+                origin.append(i)
+    return "".join(chars), tuple(origin)
+
+
+@settings(max_examples=600, deadline=None)
+@given(texts)
+def test_reference_normalisation_equals_reference(text: str) -> None:
+    got = groundtruth._normalize(text)
+    assert (got.text, got.origin) == ref_gt_normalize(text)
+
+
+def test_reference_normalisation_of_every_bmp_character() -> None:
+    # one character at a time and all of them in one text: expansions ("ﬁ" -> "fi",
+    # "㎞" -> "km") repeat their origin
+    chars = "".join(chr(cp) for cp in range(0x10000) if not 0xD800 <= cp <= 0xDFFF)
+    got = groundtruth._normalize(chars)
+    assert (got.text, got.origin) == ref_gt_normalize(chars)
+
+
+# -- numbers and dates: each shortcut is implied by the pattern it skips ----------------
+
+_NUMERIC = [*"0123456789", "٣", ",", ".", "-", "/", " ", "\t", "\n", "st", "th", "%", "Q3", "FY"]
+_NUMERIC += ["in ", "In ", "since ", "year ", "1500", "2099", "1499", "2100", "3912", "0800"]
+_NUMERIC += ["年", "月", "季度", "第三", "million", "percent", "per cent", "亿", "US$", "$"]
+numeric_texts = st.lists(st.sampled_from(_NUMERIC), max_size=30).map("".join)
+
+_OLD_DIGITS = re.compile(r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\d)(?!\.\d)(?!(?:st|nd|rd|th)\b)")
+
+
+@settings(max_examples=800, deadline=None)
+@given(numeric_texts)
+def test_digit_pattern_equals_the_old_one(text: str) -> None:
+    old = [m.span() for m in _OLD_DIGITS.finditer(text)]
+    assert [m.span() for m in facts._RE_DIGITS.finditer(text)] == old
+
+
+@settings(max_examples=800, deadline=None)
+@given(numeric_texts)
+def test_date_shortcuts_are_implied_by_their_patterns(text: str) -> None:
+    if facts._RE_NUMERIC_DATE.search(text):
+        assert facts._RE_HAS_NUM_DATE.search(text)
+    if facts._RE_ZH_QUARTER.search(text):
+        assert "季度" in text
+    # the prepositional-year loop adds only years outside 1500-2099
+    odd = [m for m in facts._RE_PREP_YEAR.finditer(text) if not 1500 <= int(m.group(1)) <= 2099]
+    if odd:
+        assert facts._odd_four_digits(text)
+
+
+def test_suffix_start_matches_exactly_the_first_characters_of_units_and_scales() -> None:
+    firsts = {w[0] for w in [*facts._SCALES, *facts._UNITS]}
+    literal = [re.compile(re.escape(c), re.IGNORECASE) for c in firsts]
+    for cp in range(0x10000):
+        ch = chr(cp)
+        expected = any(p.match(ch) for p in literal)
+        assert bool(facts._RE_SUFFIX_START.match(ch)) == expected, hex(cp)

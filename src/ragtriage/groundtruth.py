@@ -20,6 +20,8 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from itertools import chain, repeat
 
 from rapidfuzz import fuzz
 
@@ -55,21 +57,44 @@ class _Normalized:
         return self.origin[start], self.origin[end - 1] + 1
 
 
+def _fold_char(ch: str) -> str:
+    """What one character leaves in a normalised text: ASCII letters and digits lower
+    cased, other ASCII dropped; otherwise the letters and digits of its NFKC form, lower
+    cased (NFKC folds full-width forms (Ａ１，) and ligatures; it may give several)."""
+    if ch.isascii():
+        return ch.lower() if ch.isalnum() else ""
+    return "".join(out for out in unicodedata.normalize("NFKC", ch).lower() if out.isalnum())
+
+
+#: per character seen so far: its fold (a ``str.translate`` table) and the fold's length
+_FOLDS: dict[int, str] = {}
+_FOLD_LENGTHS: dict[str, int] = {}
+
+
 def _normalize(text: str) -> _Normalized:
-    chars: list[str] = []
-    origin: list[int] = []
-    for i, ch in enumerate(text):
-        if ch.isascii():
-            if ch.isalnum():
-                chars.append(ch.lower())
-                origin.append(i)
-            continue
-        # NFKC folds full-width forms (Ａ１，) and ligatures; it may expand one char to several
-        for out in unicodedata.normalize("NFKC", ch).lower():
-            if out.isalnum():
-                chars.append(out)
-                origin.append(i)
-    return _Normalized("".join(chars), tuple(origin))
+    """``text`` folded character by character (:func:`_fold_char`), with each output
+    character's origin; the per-character work is done once per distinct character,
+    the rest by ``str.translate`` and C-level iterators. Texts up to 20,000 characters
+    are cached (one trace's documents are searched for each of its references)."""
+    if len(text) <= _CACHED_CHARS:
+        return _normalize_cached(text)
+    return _fold_text(text)
+
+
+_CACHED_CHARS = 20_000
+
+
+def _fold_text(text: str) -> _Normalized:
+    for ch in set(text).difference(_FOLD_LENGTHS):
+        fold = _fold_char(ch)
+        _FOLDS[ord(ch)] = fold
+        _FOLD_LENGTHS[ch] = len(fold)
+    counts = map(_FOLD_LENGTHS.__getitem__, text)
+    origin = tuple(chain.from_iterable(map(repeat, range(len(text)), counts)))
+    return _Normalized(text.translate(_FOLDS), origin)
+
+
+_normalize_cached = lru_cache(maxsize=256)(_fold_text)
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,16 @@ _RE_NON_WORD = re.compile(r"[\W_]+")
 def normalize(text: str) -> str:
     """NFKC, lower case, punctuation and symbols to single spaces (fast, regex-based;
     equivalent to :func:`ragtriage.text.normalize` for letters, digits and CJK)."""
+    if len(text) <= 20_000:
+        return _normalize_cached(text)
+    return _normalize(text)
+
+
+def _normalize(text: str) -> str:
     return _RE_NON_WORD.sub(" ", unicodedata.normalize("NFKC", text).lower()).strip()
+
+
+_normalize_cached = lru_cache(maxsize=16384)(_normalize)
 
 
 # --------------------------------------------------------------------------- records
@@ -328,14 +337,21 @@ _RE_SUFFIX = re.compile(
     rf"[ \t]?(?P<scale>{_alt(_SCALES)})?[ \t]?(?:(?P<unit>{_alt(_UNITS)}))?",
     re.IGNORECASE,
 )
+#: the first characters of the scales and units, matched as _RE_SUFFIX matches them: a
+#: number followed by none of them has no suffix (and the empty match changes nothing)
+_RE_SUFFIX_START = re.compile(
+    "[" + "".join(sorted({re.escape(w[0]) for w in [*_SCALES, *_UNITS]})) + "]", re.IGNORECASE
+)
 #: last characters of the currency prefixes ($, £, RMB, USD, CNY, EUR, GBP, ...)
 _PREFIX_LAST_CHARS = frozenset("$£€¥￥BDYRPbdyrp")
 _RE_PREFIX = re.compile(
     r"(?:US\$|HK\$|A\$|C\$|\$|£|€|¥|￥|RMB|CNY|USD|EUR|GBP|HKD|JPY)[ \t]?$", re.IGNORECASE
 )
-# Arabic numbers: 1,234,567.89 / 1234.5 / .5 is not supported on purpose
+# Arabic numbers: 1,234,567.89 / 1234.5 / .5 is not supported on purpose. Written
+# "\d(?:\d{0,2}(?:,\d{3})+|\d*)", the same as "(?:\d{1,3}(?:,\d{3})+|\d+)" tried in the
+# same order, so that the pattern opens with a digit and the engine skips to digits
 _RE_DIGITS = re.compile(
-    r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\d)(?!\.\d)"
+    r"\d(?:\d{0,2}(?:,\d{3})+|\d*)(?:\.\d+)?(?!\d)(?!\.\d)"
     r"(?!(?:st|nd|rd|th)\b)"
 )
 _RE_ZH_NUM = re.compile(
@@ -586,7 +602,11 @@ def _quantities(text: str) -> tuple[Quantity, ...]:
                 currency = _CURRENCY_PREFIX[pm.group().strip().lower()]
                 start = pm.start()
         follow = t[core.end : core.end + 2].lstrip(" \t")[:1]
-        sm = _RE_SUFFIX.match(t, core.end) if follow and not follow.isdigit() else None
+        sm = (
+            _RE_SUFFIX.match(t, core.end)
+            if follow and not follow.isdigit() and _RE_SUFFIX_START.match(follow)
+            else None
+        )
         scale_word = ""
         if sm is not None:
             scale = (sm.group("scale") or "").lower()
@@ -852,12 +872,21 @@ def extract_dates(text: str) -> list[DateMention]:
     return list(_dates(text))
 
 
-_RE_HAS_NUM_DATE = re.compile(r"\d[-/.]\d")
+#: what every numeric date contains; a cheap test before the full pattern
+_RE_HAS_NUM_DATE = re.compile(r"\d[-/.]\d{1,2}[-/.]\d")
+_RE_DIGIT_RUN = re.compile(r"\d+")
 _RE_NUMERIC_DATE = re.compile(r"(?<![\d.])(\d{1,4})([-/.])(\d{1,2})\2(\d{1,4})(?!\d)")
 
 
 def _has_digit(t: str) -> bool:
     return any(d in t for d in "0123456789")
+
+
+def _odd_four_digits(t: str) -> bool:
+    """Whether ``t`` has a run of exactly four digits outside 1500-2099: the only numbers
+    :data:`_RE_PREP_YEAR` adds (the case-insensitive preposition pattern is slow to scan
+    a long answer with)."""
+    return any(len(r) == 4 and not 1500 <= int(r) <= 2099 for r in _RE_DIGIT_RUN.findall(t))
 
 
 @lru_cache(maxsize=4096)
@@ -918,7 +947,7 @@ def _dates(text: str) -> tuple[DateMention, ...]:
             y = m.group(1)
             year = int(y) if y.isdigit() else int("".join(str(_ZH_DIGITS[c]) for c in y))
             add(year, _small_int(m.group(2)), _small_int(m.group(3)), m.start(), m.end())
-        for m in _RE_ZH_QUARTER.finditer(t):
+        for m in _RE_ZH_QUARTER.finditer(t) if "季度" in t else ():
             qs = m.group(2)
             q = int(qs) if qs.isdigit() else _QUARTER_WORDS[qs]
             year = int(m.group(1)) if m.group(1) else None
@@ -933,7 +962,7 @@ def _dates(text: str) -> tuple[DateMention, ...]:
         if m.end() < len(t) and t[m.end()] == "年":
             continue  # handled (with month/day) by the Chinese pattern
         add(int(m.group(1)), None, None, m.start(), m.end())
-    for m in _RE_PREP_YEAR.finditer(t) if has_digit else ():
+    for m in _RE_PREP_YEAR.finditer(t) if has_digit and _odd_four_digits(t) else ():
         if 1500 <= int(m.group(1)) <= 2099 or _RE_AFTER_YEAR_NOT_DATE.match(t, m.end()):
             continue  # in range: the bare-year pattern has it; "in 3000 units"
         add(int(m.group(1)), None, None, m.start(1), m.end(1))
