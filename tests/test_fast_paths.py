@@ -230,3 +230,44 @@ def test_suffix_start_matches_exactly_the_first_characters_of_units_and_scales()
         ch = chr(cp)
         expected = any(p.match(ch) for p in literal)
         assert bool(facts._RE_SUFFIX_START.match(ch)) == expected, hex(cp)
+
+
+# -- sentences -------------------------------------------------------------------------
+
+
+def ref_split_sentences(text: str) -> list[T.Sentence]:
+    cuts: set[int] = set()
+    for m in re.finditer(r"\n+", text):
+        cuts.add(m.start())
+        cuts.add(m.end())
+    for m in T._ZH_END.finditer(text):
+        cuts.add(m.end())
+    for m in T._EN_END.finditer(text):
+        if text[m.start()] == "." and T._is_abbreviation_at(text, m.start()):
+            continue
+        cuts.add(m.end())
+    bounds = sorted(c for c in cuts if 0 < c < len(text))
+    out: list[T.Sentence] = []
+    prev = 0
+    for c in [*bounds, len(text)]:
+        if text[prev:c].strip():
+            out.append(T._trimmed(text, prev, c))
+        prev = c
+    return out
+
+
+_SENTENCE_PIECES = [*_PIECES, ". ", "! ", "? ", "?", "!", "…", "……", "；", "！", "。」", '." ']
+_SENTENCE_PIECES += ["Mr. ", "e.g. ", "J. ", "3. ", "\u2028", "\x1c", "\xa0", "\u3000", "\r\n"]
+sentence_texts = st.lists(st.sampled_from(_SENTENCE_PIECES), max_size=40).map("".join)
+
+
+@settings(max_examples=800, deadline=None)
+@given(sentence_texts)
+def test_split_sentences_equals_reference(text: str) -> None:
+    assert T._split_sentences(text) == ref_split_sentences(text)
+    assert T.split_sentences(text) == ref_split_sentences(text)
+
+
+def test_split_sentences_equals_reference_on_real_style_traces() -> None:
+    for text in _real_texts():
+        assert T.split_sentences(text) == ref_split_sentences(text)

@@ -44,13 +44,24 @@ DEFAULT_MIN_FUZZY_CHARS = 12
 _MAX_OCCURRENCES = 64
 
 
-@dataclass(frozen=True)
 class _Normalized:
     """Text reduced to case-folded, width-folded letters and digits, with the index of
-    the original character each normalised character came from."""
+    the original character each normalised character came from (worked out when first
+    asked for: most searches find nothing to map back)."""
 
-    text: str
-    origin: tuple[int, ...]
+    __slots__ = ("_origin", "_source", "text")
+
+    def __init__(self, text: str, source: str) -> None:
+        self.text = text
+        self._source = source
+        self._origin: tuple[int, ...] | None = None
+
+    @property
+    def origin(self) -> tuple[int, ...]:
+        if self._origin is None:
+            counts = map(_FOLD_LENGTHS.__getitem__, self._source)
+            self._origin = tuple(chain.from_iterable(map(repeat, range(len(self._source)), counts)))
+        return self._origin
 
     def span(self, start: int, end: int) -> tuple[int, int]:
         """Original ``[start, end)`` covering normalised ``[start, end)`` (end > start)."""
@@ -89,9 +100,7 @@ def _fold_text(text: str) -> _Normalized:
         fold = _fold_char(ch)
         _FOLDS[ord(ch)] = fold
         _FOLD_LENGTHS[ch] = len(fold)
-    counts = map(_FOLD_LENGTHS.__getitem__, text)
-    origin = tuple(chain.from_iterable(map(repeat, range(len(text)), counts)))
-    return _Normalized(text.translate(_FOLDS), origin)
+    return _Normalized(text.translate(_FOLDS), text)
 
 
 _normalize_cached = lru_cache(maxsize=256)(_fold_text)

@@ -11,6 +11,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import filterfalse
 
 __all__ = [
     "STOPWORDS_EN",
@@ -249,7 +250,7 @@ def content_tokens(text: str) -> list[str]:
 def _content_tokens(text: str) -> tuple[str, ...]:
     toks, has_cjk = _match_tokens(text)
     if not has_cjk:  # no token can be made of Chinese stopwords
-        return tuple(tok for tok in toks if tok not in STOPWORDS_EN)
+        return tuple(filterfalse(STOPWORDS_EN.__contains__, toks))
     # every Chinese stopword is a CJK character, so "all characters are stopwords"
     # implies "all characters are CJK"; tokens of one or two characters (nearly all of
     # them) are looked up at once
@@ -377,10 +378,10 @@ def split_sentences(text: str) -> list[Sentence]:
 
 def _split_sentences(text: str) -> list[Sentence]:
     cuts: set[int] = set()
-    for m in re.finditer(r"\n+", text):
+    for m in _NEWLINES.finditer(text):
         cuts.add(m.start())
         cuts.add(m.end())
-    for m in _ZH_END.finditer(text):
+    for m in _ZH_END.finditer(text) if _ZH_END_START.search(text) else ():
         cuts.add(m.end())
     for m in _EN_END.finditer(text):
         end = m.end()
@@ -392,10 +393,19 @@ def _split_sentences(text: str) -> list[Sentence]:
     out: list[Sentence] = []
     prev = 0
     for c in [*bounds, len(text)]:
-        if text[prev:c].strip():
-            out.append(_trimmed(text, prev, c))
+        piece = text[prev:c]
+        sentence = piece.strip()
+        if sentence:  # as _trimmed(text, prev, c), with str.strip doing the scanning
+            start = prev + len(piece) - len(piece.lstrip())
+            out.append(Sentence(sentence, start, start + len(sentence)))
         prev = c
     return out
+
+
+_NEWLINES = re.compile(r"\n+")
+#: a Chinese sentence end starts with one of these (a cheap test before _ZH_END, whose
+#: alternatives keep the regex engine from skipping ahead)
+_ZH_END_START = re.compile(r"[。！？；!?…]")
 
 
 @lru_cache(maxsize=4096)

@@ -879,7 +879,10 @@ _RE_NUMERIC_DATE = re.compile(r"(?<![\d.])(\d{1,4})([-/.])(\d{1,2})\2(\d{1,4})(?
 
 
 def _has_digit(t: str) -> bool:
-    return any(d in t for d in "0123456789")
+    return _RE_ASCII_DIGIT.search(t) is not None
+
+
+_RE_ASCII_DIGIT = re.compile("[0-9]")
 
 
 def _odd_four_digits(t: str) -> bool:
