@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from ragtriage import groundtruth
 from ragtriage import text as T
-from ragtriage.diagnosis import facts
+from ragtriage.diagnosis import answer_eval, answer_styles, facts
 from ragtriage.text import STOPWORDS_EN, STOPWORDS_ZH, is_cjk, token_spans
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -197,6 +197,7 @@ def test_reference_normalisation_of_every_bmp_character() -> None:
 
 _NUMERIC = [*"0123456789", "٣", ",", ".", "-", "/", " ", "\t", "\n", "st", "th", "%", "Q3", "FY"]
 _NUMERIC += ["in ", "In ", "since ", "year ", "1500", "2099", "1499", "2100", "3912", "0800"]
+_NUMERIC += ["Q", "q", "quarter", "third ", "within ", "BEFORE\t", "ſince ", "\n", "_", "3912a"]
 _NUMERIC += ["年", "月", "季度", "第三", "million", "percent", "per cent", "亿", "US$", "$"]
 numeric_texts = st.lists(st.sampled_from(_NUMERIC), max_size=30).map("".join)
 
@@ -217,10 +218,22 @@ def test_date_shortcuts_are_implied_by_their_patterns(text: str) -> None:
         assert facts._RE_HAS_NUM_DATE.search(text)
     if facts._RE_ZH_QUARTER.search(text):
         assert "季度" in text
-    # the prepositional-year loop adds only years outside 1500-2099
-    odd = [m for m in facts._RE_PREP_YEAR.finditer(text) if not 1500 <= int(m.group(1)) <= 2099]
-    if odd:
-        assert facts._odd_four_digits(text)
+    if facts._RE_QUARTER.search(text):
+        assert facts._may_name_quarter(text)
+    # the years outside 1500-2099 that the prepositional-year pattern matches
+    odd = [m.span(1) for m in facts._RE_PREP_YEAR.finditer(text)]
+    odd = [(s, e) for s, e in odd if not 1500 <= int(text[s:e]) <= 2099]
+    assert list(facts._prep_years(text)) == odd
+
+
+def test_only_ascii_letters_fold_to_the_quarter_letters() -> None:
+    # _may_name_quarter looks for "q1", "quarter"... in str.lower(): every character the
+    # case-insensitive pattern takes for one of these letters must lower to it
+    for letter in "quarter":
+        pattern = re.compile(letter, re.IGNORECASE)
+        for cp in range(0x10000):
+            if pattern.match(chr(cp)):
+                assert chr(cp).lower() == letter, hex(cp)
 
 
 def test_suffix_start_matches_exactly_the_first_characters_of_units_and_scales() -> None:
@@ -271,3 +284,90 @@ def test_split_sentences_equals_reference(text: str) -> None:
 def test_split_sentences_equals_reference_on_real_style_traces() -> None:
     for text in _real_texts():
         assert T.split_sentences(text) == ref_split_sentences(text)
+
+
+# -- case-insensitive cues on ASCII text ---------------------------------------------------
+
+_CUE_PIECES = ["I ", "i", "don't ", "DO NOT ", "do n't ", "know", "Not ", "mentioned", " is ", "IS"]
+_CUE_PIECES += ["none of the ", "Documents", "provide", "cannot be ", "Determined", "unknown"]
+_CUE_PIECES += ["There is no ", "information", "likely", "Thus, ", "the answer is", "\n", ". "]
+_CUE_PIECES += ["(Doc 2)", "[1]", "**", "'", " ", "\t", "K", "s", "ſ", "İ", "不知道", "没有提供"]
+cue_texts = st.lists(st.sampled_from(_CUE_PIECES), max_size=25).map("".join)
+
+_FOLDED = [
+    answer_eval._EN_CUES,
+    answer_styles._EN_DECLINE,
+    answer_styles._CONCLUSION,
+    answer_styles._GUESS,
+    answer_styles._CLAUSES,
+    answer_styles._CITATIONS,
+]
+
+
+def _span(m: re.Match[str] | None) -> tuple[int, int] | None:
+    return None if m is None else m.span()
+
+
+@settings(max_examples=800, deadline=None)
+@given(cue_texts, st.integers(0, 5))
+def test_folded_patterns_find_what_the_patterns_find(text: str, pos: int) -> None:
+    for pattern in _FOLDED:
+        folded = T.FoldedPattern(pattern)
+        assert _span(folded.search(text, pos)) == _span(pattern.search(text, pos))
+
+
+def test_folded_pattern_keeps_patterns_with_capitals_as_they_are() -> None:
+    for source in (r"[A-Z]+", r"\\S", r"(?P<Name>x)"):
+        assert T.FoldedPattern(re.compile(source, re.IGNORECASE))._cased is None
+    assert T.FoldedPattern(re.compile(r"\S+", re.IGNORECASE))._cased is not None
+    assert T.FoldedPattern(re.compile(r"abc"))._cased is None  # not case-insensitive
+
+
+@settings(max_examples=800, deadline=None)
+@given(cue_texts)
+def test_cue_tests_equal_their_plain_form(text: str) -> None:
+    plain_cue = bool(answer_eval._EN_CUES.search(text) or answer_eval._ZH_CUES.search(text))
+    assert answer_eval._has_cue(text) == plain_cue
+    s = answer_styles
+    plain_decline = bool(s._EN_DECLINE.search(text) or s._ZH_DECLINE.search(text))
+    assert s.declining_sentence(text) == plain_decline
+
+
+def _first_chars(items: list[tuple[object, object]]) -> set[str] | None:
+    """The characters a match of the parsed pattern ``items`` can start with (None: any)."""
+    from re import _constants as c
+
+    for op, av in items:
+        if op in (c.AT, c.ASSERT, c.ASSERT_NOT):  # zero width: look further
+            continue
+        if op is c.LITERAL:
+            return {chr(av)}
+        if op is c.SUBPATTERN:
+            return _first_chars(list(av[3]))
+        if op is c.BRANCH:
+            out: set[str] = set()
+            for branch in av[1]:
+                first = _first_chars(list(branch))
+                if first is None:
+                    return None
+                out |= first
+            return out
+        if op is c.IN and all(o is c.LITERAL for o, _ in av):
+            return {chr(v) for _, v in av}
+        if op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[0] >= 1:
+            return _first_chars(list(av[2]))
+        return None
+    return None
+
+
+def test_shortcut_premises_hold_for_the_patterns() -> None:
+    from re import _parser
+
+    for pattern in (answer_eval._ZH_CUES, answer_styles._ZH_DECLINE):
+        first = _first_chars(list(_parser.parse(pattern.pattern, pattern.flags)))
+        assert first is not None and all(T.is_cjk(ch) for ch in first), pattern.pattern
+    emph = answer_styles._MD_EMPH.pattern
+    assert emph.startswith("(?=[*_`])(?:")
+    inner = emph.removeprefix("(?=[*_`])")
+    first = _first_chars(list(_parser.parse(inner)))
+    assert first is not None and first <= set("*_`")

@@ -16,6 +16,7 @@ from itertools import filterfalse
 __all__ = [
     "STOPWORDS_EN",
     "STOPWORDS_ZH",
+    "FoldedPattern",
     "Sentence",
     "cjk_ratio",
     "content_tokens",
@@ -411,3 +412,36 @@ _ZH_END_START = re.compile(r"[。！？；!?…]")
 @lru_cache(maxsize=4096)
 def _split_sentences_cached(text: str) -> tuple[Sentence, ...]:
     return tuple(_split_sentences(text))
+
+
+# -- case-insensitive patterns on ASCII text ---------------------------------------------
+
+#: an ASCII capital that is a literal of the pattern (not the letter of an escape such as
+#: \S or \W: preceded by an odd number of backslashes)
+_PATTERN_CAPITAL = re.compile(r"(?<!\\)(?:\\\\)*[A-Z]")
+
+
+class FoldedPattern:
+    """A case-insensitive pattern that searches ASCII text several times faster.
+
+    For ASCII text, a case-insensitive search finds what the same pattern without
+    ``IGNORECASE`` finds in the lower-cased text, at the same offsets, provided the
+    pattern's own letters are lower case: lower-casing changes only A-Z and keeps every
+    character's class. Other text (and patterns with capitals, or without
+    ``IGNORECASE``) is searched with the pattern as given. Matches come from the
+    lower-cased text: their offsets are the text's, their group strings lower case.
+    """
+
+    __slots__ = ("_cased", "pattern")
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.pattern = pattern
+        usable = pattern.flags & re.IGNORECASE and not _PATTERN_CAPITAL.search(pattern.pattern)
+        self._cased = (
+            re.compile(pattern.pattern, pattern.flags & ~re.IGNORECASE) if usable else None
+        )
+
+    def search(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        if self._cased is not None and text.isascii():
+            return self._cased.search(text.lower(), pos)
+        return self.pattern.search(text, pos)

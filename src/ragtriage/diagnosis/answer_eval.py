@@ -49,7 +49,7 @@ from ragtriage.judge.parsing import parse_answer_label
 from ragtriage.judge.prompts import answer_eval_prompt, ground_truth_text
 from ragtriage.llm import LLMFailure
 from ragtriage.records import AnswerLabel, Example, Judgement, Trace
-from ragtriage.text import content_tokens, normalize, split_sentences
+from ragtriage.text import FoldedPattern, content_tokens, normalize, split_sentences
 
 __all__ = [
     "AnswerFacts",
@@ -124,7 +124,11 @@ _CLAUSE_SPLIT = re.compile(
 
 
 def _has_cue(text: str) -> bool:
-    return bool(_EN_CUES.search(text) or _ZH_CUES.search(text))
+    # every Chinese cue starts with a CJK character (tests/test_fast_paths.py)
+    return bool(_EN_CUES_FOLDED.search(text) or (_CJK.search(text) and _ZH_CUES.search(text)))
+
+
+_EN_CUES_FOLDED = FoldedPattern(_EN_CUES)
 
 
 def _new_content(clause: str, known: set[str]) -> list[str]:

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ragtriage.text import split_sentences
+from ragtriage.text import FoldedPattern, has_cjk, split_sentences
 
 __all__ = [
     "AnswerView",
@@ -44,7 +44,8 @@ _CITATIONS = re.compile(
 _MD_LINE = re.compile(
     r"^[ \t]*(?:#{1,6}[ \t]+|>[ \t]*|(?:[-*+•·]|\d{1,2}[.)、]|[（(]\d{1,2}[)）])[ \t]+)"
 )
-_MD_EMPH = re.compile(r"\*\*|__|(?<!\w)\*(?!\s)|(?<!\s)\*(?!\w)|`+")
+# (?=[*_`]): every alternative starts so; tried first, it spares the others' lookbehinds
+_MD_EMPH = re.compile(r"(?=[*_`])(?:\*\*|__|(?<!\w)\*(?!\s)|(?<!\s)\*(?!\w)|`+)")
 _TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t:|-]{3,}\|?[ \t]*$")
 _SPACES = re.compile(r"[ \t]+")
 
@@ -63,7 +64,9 @@ def clean_answer(answer: str) -> str:
         if "|" in line:
             line = line.strip().strip("|").replace("|", ",")
         line = _CITATIONS.sub("", line)
-        lines.append(_SPACES.sub(" ", line).strip())
+        if "  " in line or "\t" in line:  # else every run is one space already
+            line = _SPACES.sub(" ", line)
+        lines.append(line.strip())
     return "\n".join(lines).strip()
 
 
@@ -132,7 +135,13 @@ _MAX_FINAL_SENTENCES = 3
 
 def declining_sentence(sentence: str) -> bool:
     """True when the sentence declines (says the material does not tell), EN or ZH."""
-    return bool(_EN_DECLINE.search(sentence) or _ZH_DECLINE.search(sentence))
+    # every Chinese cue starts with a CJK character (tests/test_fast_paths.py)
+    return bool(
+        _EN_DECLINE_FOLDED.search(sentence) or (has_cjk(sentence) and _ZH_DECLINE.search(sentence))
+    )
+
+
+_EN_DECLINE_FOLDED = FoldedPattern(_EN_DECLINE)
 
 
 @dataclass(frozen=True, slots=True)

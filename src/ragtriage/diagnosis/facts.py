@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -885,11 +885,41 @@ def _has_digit(t: str) -> bool:
 _RE_ASCII_DIGIT = re.compile("[0-9]")
 
 
-def _odd_four_digits(t: str) -> bool:
-    """Whether ``t`` has a run of exactly four digits outside 1500-2099: the only numbers
-    :data:`_RE_PREP_YEAR` adds (the case-insensitive preposition pattern is slow to scan
-    a long answer with)."""
-    return any(len(r) == 4 and not 1500 <= int(r) <= 2099 for r in _RE_DIGIT_RUN.findall(t))
+def _prep_years(t: str) -> Iterator[tuple[int, int]]:
+    """Spans of the years outside 1500-2099 that :data:`_RE_PREP_YEAR` matches, found
+    from the four-digit runs back to their preposition (scanning a long answer with the
+    case-insensitive preposition pattern is slow): a run of exactly four digits outside
+    the range, blanks before it, a preposition ending there, and what the pattern
+    requires after it."""
+    for m in _RE_DIGIT_RUN.finditer(t):
+        start, end = m.span()
+        if end - start != 4 or 1500 <= int(m.group()) <= 2099:
+            continue
+        blank = start
+        while blank > 0 and t[blank - 1] in " \t":
+            blank -= 1
+        if blank == start or _RE_PREP_WORD_END.search(t, max(0, blank - 6), blank) is None:
+            continue
+        if _RE_PREP_YEAR_TAIL.match(t, end) is not None:
+            yield start, end
+
+
+# the parts of _RE_PREP_YEAR: the preposition ending where the blanks start (\Z: at the
+# search's end, not before a newline there), and what follows the year
+_RE_PREP_WORD_END = re.compile(
+    r"\b(?:in|since|until|till|by|from|during|year|circa|before|after)\Z", re.IGNORECASE
+)
+_RE_PREP_YEAR_TAIL = re.compile(r"\b(?![\d%]|[.,]\d)")
+
+
+def _may_name_quarter(t: str) -> bool:
+    """What every :data:`_RE_QUARTER` match holds, case aside: "q1"-"q4", "1q"-"4q" or
+    "quarter" (no character but the ASCII ones folds to these letters)."""
+    low = t.lower()
+    return "quarter" in low or any(q in low for q in _QUARTER_TAGS)
+
+
+_QUARTER_TAGS = ("q1", "q2", "q3", "q4", "1q", "2q", "3q", "4q")
 
 
 @lru_cache(maxsize=4096)
@@ -937,7 +967,7 @@ def _dates(text: str) -> tuple[DateMention, ...]:
             add(int(my.group(1)), month, None, ms, my.end())
         if word[0].isupper() and _RE_BEFORE_MONTH_PREP.search(t, max(0, ms - 16), ms):
             add(None, month, None, ms, word_end)  # "in March"
-    if "Q" in t or "uarter" in t:
+    if ("Q" in t or "uarter" in t) and _may_name_quarter(t):
         for m in _RE_QUARTER.finditer(t):
             q = int(m.group(1) or m.group(2) or 0) or _QUARTER_WORDS[m.group(3).lower()]
             year = int(m.group(4)) if m.group(4) else None
@@ -965,10 +995,10 @@ def _dates(text: str) -> tuple[DateMention, ...]:
         if m.end() < len(t) and t[m.end()] == "年":
             continue  # handled (with month/day) by the Chinese pattern
         add(int(m.group(1)), None, None, m.start(), m.end())
-    for m in _RE_PREP_YEAR.finditer(t) if has_digit and _odd_four_digits(t) else ():
-        if 1500 <= int(m.group(1)) <= 2099 or _RE_AFTER_YEAR_NOT_DATE.match(t, m.end()):
-            continue  # in range: the bare-year pattern has it; "in 3000 units"
-        add(int(m.group(1)), None, None, m.start(1), m.end(1))
+    # out of range (in range, the bare-year pattern has it), and not "in 3000 units"
+    for start, end in _prep_years(t) if has_digit else ():
+        if not _RE_AFTER_YEAR_NOT_DATE.match(t, end):
+            add(int(t[start:end]), None, None, start, end)
 
     # keep the longest mention at each place; earlier start wins ties
     found.sort(key=lambda d: (d.start, -(d.end - d.start)))
