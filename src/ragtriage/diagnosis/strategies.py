@@ -190,6 +190,10 @@ async def _ragec(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribut
     flow = gt_flow(trace, gt.ids)
     # extension (see stage.py): one entity's evidence never reached the generator
     parts = stage_from_parts(trace, gt.ids) if cfg.entity_extension else None
+    if parts is not None and parts.stage is Stage.RETRIEVAL:
+        # the entity's evidence was never retrieved; if the GT chunks' shape is at fault
+        # (cut into small pieces, or oversized), chunking is the earlier cause
+        parts = stage_from_chunk_shape(trace, flow, cfg) or parts
     call = parts or stage_from_flow(flow, cfg)
     cov: ConceptCoverage | None = None
     if call is None:  # chunking vs retrieval: only now are the concepts needed
