@@ -371,3 +371,9 @@ def test_shortcut_premises_hold_for_the_patterns() -> None:
     inner = emph.removeprefix("(?=[*_`])")
     first = _first_chars(list(_parser.parse(inner)))
     assert first is not None and first <= set("*_`")
+
+
+@settings(max_examples=600, deadline=None)
+@given(texts)
+def test_has_content_is_content_tokens_not_empty(text: str) -> None:
+    assert T.has_content(text) == bool(ref_content_tokens(text))

@@ -23,6 +23,7 @@ __all__ = [
     "count_tokens",
     "detect_language",
     "has_cjk",
+    "has_content",
     "is_cjk",
     "match_tokens",
     "normalize",
@@ -245,6 +246,17 @@ _CJK_RUNS_RE = re.compile(f"[{_CJK_CLASS}]+|[^{_CJK_CLASS}]+")
 def content_tokens(text: str) -> list[str]:
     """Matching tokens without stopwords and lone punctuation (see :func:`match_tokens`)."""
     return list(_content_tokens(text))
+
+
+def has_content(text: str) -> bool:
+    """``bool(content_tokens(text))``, stopping at the first content word of text without
+    CJK characters (and keeping such one-off pieces of text out of the token cache)."""
+    t = text if text.isascii() else unicodedata.normalize("NFKC", text)
+    if _CJK_RE.search(t) is not None:
+        return bool(_content_tokens(text))
+    return any(
+        m.group().lower().replace(",", "") not in STOPWORDS_EN for m in _LATIN_TOKEN.finditer(t)
+    )
 
 
 @lru_cache(maxsize=8192)

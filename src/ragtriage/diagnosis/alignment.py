@@ -38,7 +38,7 @@ from ragtriage.diagnosis.facts import (
     extract_quantities,
     quantities_match,
 )
-from ragtriage.text import content_tokens, normalize
+from ragtriage.text import content_tokens, has_content, normalize
 
 __all__ = ["FactSwap", "NameSubstitution", "fact_swaps", "substituted_names"]
 
@@ -186,7 +186,7 @@ def _merged_clauses(text: str, blanked: str) -> list[tuple[int, int]]:
         if pending is not None:
             s = pending[0]
             pending = None
-        if content_tokens(blanked[s:e]):
+        if has_content(blanked[s:e]):
             merged.append((s, e))
         elif merged:
             merged[-1] = (merged[-1][0], e)
@@ -402,7 +402,7 @@ def _reversed(gt: _Layout, i: int, k: int, ans: _Layout, ai: int, ak: int) -> bo
     mid = _between(gt, i, k)
     if not mid or len(mid) > 60 or _between_upto(ans, ak, ai, len(mid)) != mid:
         return False
-    if content_tokens(mid):
+    if has_content(mid):
         return True
     return gt.facts[i].kind == "date" and mid.strip(" ,") in _RANGE
 

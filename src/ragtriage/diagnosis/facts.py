@@ -925,7 +925,8 @@ _QUARTER_TAGS = ("q1", "q2", "q3", "q4", "1q", "2q", "3q", "4q")
 @lru_cache(maxsize=4096)
 def _dates(text: str) -> tuple[DateMention, ...]:
     t = _fold(text)
-    found: list[DateMention] = []
+    # (start, end, year, month, day, quarter): a mention is built only if it is kept
+    found: list[tuple[int, int, int | None, int | None, int | None, int | None]] = []
     has_digit = _has_digit(t)
     has_zh = "年" in t or "月" in t or "季度" in t
 
@@ -933,7 +934,7 @@ def _dates(text: str) -> tuple[DateMention, ...]:
         year: int | None, month: int | None, day: int | None, s: int, e: int, q: int | None = None
     ) -> None:
         if _valid(month, day):
-            found.append(DateMention(year, month, day, text[s:e], s, e, q))
+            found.append((s, e, year, month, day, q))
 
     if has_digit and _RE_HAS_NUM_DATE.search(t):
         for m in _RE_NUMERIC_DATE.finditer(t):
@@ -1001,13 +1002,14 @@ def _dates(text: str) -> tuple[DateMention, ...]:
             add(int(t[start:end]), None, None, start, end)
 
     # keep the longest mention at each place; earlier start wins ties
-    found.sort(key=lambda d: (d.start, -(d.end - d.start)))
+    found.sort(key=lambda d: (d[0], d[0] - d[1]))
     out: list[DateMention] = []
     last_end = -1
-    for d in found:
-        if d.start >= last_end:
-            out.append(d)
-            last_end = d.end
+    for f_start, f_end, f_year, f_month, f_day, f_quarter in found:
+        if f_start >= last_end:
+            raw = text[f_start:f_end]
+            out.append(DateMention(f_year, f_month, f_day, raw, f_start, f_end, f_quarter))
+            last_end = f_end
     return tuple(out)
 
 
