@@ -23,6 +23,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis._calls import LLMCalls
@@ -245,6 +246,28 @@ class _Values:
     stated: frozenset[str] = frozenset()
 
 
+@lru_cache(maxsize=1024)
+def _answer_pool(answer: str) -> QuantityPool:
+    """The answer's quantities as a pool (one per answer text: every ground-truth unit,
+    keypoint and statement is looked up in it)."""
+    return QuantityPool(extract_quantities(answer))
+
+
+def _states_all_values(unit: str, answer: str) -> bool:
+    """Whether the answer states every number and date of ``unit``."""
+    uq = extract_quantities(unit)
+    if uq:
+        pool = _answer_pool(answer)
+        if not all(pool.matches(q) for q in uq):
+            return False
+    ud = extract_dates(unit)
+    if ud:
+        ad = extract_dates(answer)
+        return all(any(dates_match(d, a) for a in ad) for d in ud)
+    return True
+
+
+@lru_cache(maxsize=2048)
 def _values(gt: str, answer: str) -> _Values:
     """Numbers and dates of the ground truth, how many the answer states too, and the
     ones it *contradicts*: a ground-truth value the answer does not state while it
@@ -255,21 +278,26 @@ def _values(gt: str, answer: str) -> _Values:
     gd, ad = extract_dates(gt), extract_dates(answer)
     # pools: each distinct answer value is compared once (a long answer may repeat one
     # number thousands of times); quantities_match is symmetric
-    g_pool, a_pool = QuantityPool(gq), QuantityPool(aq)
-    # "2 hours and 10 minutes" is also 130 minutes
-    extra = QuantityPool(compound_durations(gt, gq)) if len(gq) >= 2 else None
-    # a difference the answer derives ("$20 million more", "多出2000万元") is not a
-    # competing value of the same slot -- unless the ground truth states one too
-    derived_units = {g.unit for g in gq if _derived(gt, g)}
-    stray_units = {
-        a.unit
-        for a in aq
-        if not g_pool.matches(a)
-        and not _approximates(answer, a, gq)
-        and not (extra is not None and extra.matches(a))
-        and (a.unit in derived_units or not _derived(answer, a))
-    }
-    stray_date = any(not any(dates_match(d, a) for d in gd) for a in ad)
+    g_pool, a_pool = QuantityPool(gq), _answer_pool(answer)
+    # a competing value matters only for the units of ground-truth values not stated
+    open_units = {q.unit for q in gq if not a_pool.matches(q)}
+    stray_units: set[str] = set()
+    if open_units:
+        # "2 hours and 10 minutes" is also 130 minutes
+        extra = QuantityPool(compound_durations(gt, gq)) if len(gq) >= 2 else None
+        # a difference the answer derives ("$20 million more", "多出2000万元") is not a
+        # competing value of the same slot -- unless the ground truth states one too
+        derived_units = {g.unit for g in gq if _derived(gt, g)}
+        stray_units = {
+            a.unit
+            for a in aq
+            if a.unit in open_units
+            and not g_pool.matches(a)
+            and not _approximates(answer, a, gq)
+            and not (extra is not None and extra.matches(a))
+            and (a.unit in derived_units or not _derived(answer, a))
+        }
+    stray_date = bool(gd) and any(not any(dates_match(d, a) for d in gd) for a in ad)
     hit = 0
     contradicted: list[str] = []
     stated: list[str] = []
@@ -541,10 +569,7 @@ def gt_coverage(ground_truth: str, answer: str) -> GTCoverage:
         words = Counter(content_tokens(unit))
         recall = _overlap(bag, words)[1] if words else 0.0
         ok = recall >= _UNIT_RECALL
-        if ok:
-            v = _values(unit, answer)
-            ok = not v.gt or v.hit == len(v.gt)
-        covered.append(ok)
+        covered.append(ok and _states_all_values(unit, answer))
     return GTCoverage(units, tuple(covered))
 
 
