@@ -197,7 +197,22 @@ def test_reference_normalisation_of_every_bmp_character() -> None:
 
 _NUMERIC = [*"0123456789", "٣", ",", ".", "-", "/", " ", "\t", "\n", "st", "th", "%", "Q3", "FY"]
 _NUMERIC += ["in ", "In ", "since ", "year ", "1500", "2099", "1499", "2100", "3912", "0800"]
-_NUMERIC += ["Q", "q", "quarter", "third ", "within ", "BEFORE\t", "ſince ", "\n", "_", "3912a"]
+_NUMERIC += [
+    "Q",
+    "q",
+    "quarter",
+    "third ",
+    "headquartered",
+    "ſecond ",
+    "Fourth\t",
+    "1ST ",
+    "within ",
+    "BEFORE\t",
+    "ſince ",
+    "\n",
+    "_",
+    "3912a",
+]
 _NUMERIC += ["年", "月", "季度", "第三", "million", "percent", "per cent", "亿", "US$", "$"]
 numeric_texts = st.lists(st.sampled_from(_NUMERIC), max_size=30).map("".join)
 
@@ -377,3 +392,26 @@ def test_shortcut_premises_hold_for_the_patterns() -> None:
 @given(texts)
 def test_has_content_is_content_tokens_not_empty(text: str) -> None:
     assert T.has_content(text) == bool(ref_content_tokens(text))
+
+
+_WORD_PIECES = [*_CUE_PIECES, "May ", "may", "MARCH", "sept", "Sept.", "twenty-one", "hundred"]
+_WORD_PIECES += ["band", "andand", "and ", "one", "None", "2019", "i", "-", "é", "A"]
+word_texts = st.lists(st.sampled_from(_WORD_PIECES), max_size=25).map("".join)
+
+
+@settings(max_examples=800, deadline=None)
+@given(word_texts)
+def test_latin_tokens_equal_reference(text: str) -> None:
+    ref = tuple(
+        (m.start(), m.end(), low)
+        for m in facts._RE_LATIN_RUN.finditer(text)
+        if (low := m.group().lower()) in facts._TOKENS_OF_INTEREST
+    )
+    assert facts._latin_tokens.__wrapped__(text) == ref
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts)
+def test_compact_equals_reference(text: str) -> None:
+    normalised = facts.normalize(text)
+    assert facts._compact(normalised) == facts._RE_SPACE_BETWEEN_CJK.sub("", normalised)

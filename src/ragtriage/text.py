@@ -391,11 +391,18 @@ def split_sentences(text: str) -> list[Sentence]:
 
 def _split_sentences(text: str) -> list[Sentence]:
     cuts: set[int] = set()
-    for m in _NEWLINES.finditer(text):
-        cuts.add(m.start())
-        cuts.add(m.end())
-    for m in _ZH_END.finditer(text) if _ZH_END_START.search(text) else ():
-        cuts.add(m.end())
+    # runs of newlines: both ends cut
+    at = text.find("\n")
+    while at >= 0:
+        end = at + 1
+        while text.startswith("\n", end):
+            end += 1
+        cuts.add(at)
+        cuts.add(end)
+        at = text.find("\n", end)
+    if "!" in text or "?" in text or (not text.isascii() and _ZH_END_START.search(text)):
+        for m in _ZH_END.finditer(text):
+            cuts.add(m.end())
     for m in _EN_END.finditer(text):
         end = m.end()
         if text[m.start()] == "." and _is_abbreviation_at(text, m.start()):
@@ -415,9 +422,8 @@ def _split_sentences(text: str) -> list[Sentence]:
     return out
 
 
-_NEWLINES = re.compile(r"\n+")
 #: a Chinese sentence end starts with one of these (a cheap test before _ZH_END, whose
-#: alternatives keep the regex engine from skipping ahead)
+#: alternatives keep the regex engine from skipping ahead); "!" and "?" are the ASCII ones
 _ZH_END_START = re.compile(r"[。！？；!?…]")
 
 

@@ -453,11 +453,29 @@ def _latin_tokens(t: str) -> tuple[tuple[int, int, str], ...]:
     "and", or month names: one scan of the text shared by both finders. Words in between
     are left out, so two kept tokens are adjacent only if the text between them is
     blank or a hyphen."""
+    if t.isascii():
+        # lower-cased ASCII keeps every offset: find which words of interest occur at
+        # all (C-level), then only their runs
+        low = t.lower()
+        present = _TOKENS_OF_INTEREST.intersection(_RE_LOWER_RUN.findall(low))
+        found = [
+            (m.start(), m.end(), word) for word in present for m in _WHOLE_RUNS[word].finditer(low)
+        ]
+        found.sort()
+        return tuple(found)
     return tuple(
         (m.start(), m.end(), low)
         for m in _RE_LATIN_RUN.finditer(t)
         if (low := m.group().lower()) in _TOKENS_OF_INTEREST
     )
+
+
+_RE_LOWER_RUN = re.compile(r"[a-z]+")
+
+
+#: each word of interest as a whole run of letters in lower-cased ASCII text (the word
+#: first, so that the regex engine skips ahead to it)
+_WHOLE_RUNS = {w: re.compile(rf"{w}(?<![a-z]{w})(?![a-z])") for w in _TOKENS_OF_INTEREST}
 
 
 def _en_number_words(t: str) -> list[_Core]:
@@ -913,12 +931,26 @@ _RE_PREP_YEAR_TAIL = re.compile(r"\b(?![\d%]|[.,]\d)")
 
 
 def _may_name_quarter(t: str) -> bool:
-    """What every :data:`_RE_QUARTER` match holds, case aside: "q1"-"q4", "1q"-"4q" or
-    "quarter" (no character but the ASCII ones folds to these letters)."""
+    """What every :data:`_RE_QUARTER` match holds, case aside: "q1"-"q4", "1q"-"4q", or
+    "quarter" (no character but the ASCII ones folds to these letters) -- in ASCII text
+    only after an ordinal and blanks, so that "headquartered" does not count."""
     low = t.lower()
-    return "quarter" in low or any(q in low for q in _QUARTER_TAGS)
+    if any(q in low for q in _QUARTER_TAGS):
+        return True
+    if not t.isascii():  # "ſecond" is "second" to the pattern: no ordinal test here
+        return "quarter" in low
+    at = low.find("quarter")
+    while at >= 0:
+        blank = at
+        while blank > 0 and low[blank - 1] in " \t":
+            blank -= 1
+        if blank < at and low.endswith(_QUARTER_ORDINALS, 0, blank):
+            return True
+        at = low.find("quarter", at + 1)
+    return False
 
 
+_QUARTER_ORDINALS = ("first", "second", "third", "fourth", "1st", "2nd", "3rd", "4th")
 _QUARTER_TAGS = ("q1", "q2", "q3", "q4", "1q", "2q", "3q", "4q")
 
 
@@ -1646,7 +1678,13 @@ _RE_SPACE_BETWEEN_CJK = re.compile(r"(?<=[\u3400-\u9fff]) (?=[\u3400-\u9fff])")
 
 
 def _compact(normalised: str) -> str:
+    # the lookbehind keeps the regex engine from skipping ahead: test for CJK first
+    if _RE_CJK_IDEOGRAPH.search(normalised) is None:
+        return normalised
     return _RE_SPACE_BETWEEN_CJK.sub("", normalised)
+
+
+_RE_CJK_IDEOGRAPH = re.compile(r"[\u3400-\u9fff]")
 
 
 @lru_cache(maxsize=65536)
