@@ -5,6 +5,8 @@ numbers, long-form ground truths covered in part. English and Chinese."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis.answer_eval import evaluate_rules, gt_coverage
@@ -262,3 +264,39 @@ def test_direct_answer_without_the_rest_is_possible_correct() -> None:
     last, reason = judge(query, WIKI_GT, "It was covered by the Isley Brothers.")
     assert last is AnswerLabel.INCORRECT
     assert "1/3" in reason
+
+
+_PIECES = [
+    *"abc XYZ 0123456789 .,;:!?()[]【】（）-*#|\n$%年月日公司和与没有未提及无法确定综上所述",
+    " Thus, the answer is ",
+    " not mentioned ",
+    " 3912 ",
+    " January 1, 6076 ",
+    " rose ",
+    " fell ",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    query=st.lists(st.sampled_from(_PIECES), max_size=40).map("".join),
+    gt=st.lists(st.sampled_from(_PIECES), max_size=60).map("".join),
+    answer=st.lists(st.sampled_from(_PIECES), max_size=80).map("".join),
+    keypoints=st.lists(st.lists(st.sampled_from(_PIECES), max_size=10).map("".join), max_size=3),
+    answerable=st.booleans(),
+)
+def test_any_text_gets_a_verdict_or_a_reason(
+    query: str, gt: str, answer: str, keypoints: list[str], answerable: bool
+) -> None:
+    ex = Example(
+        example_id="x",
+        query=query if query.strip() else "q?",
+        answer=gt if gt.strip() or not answerable else "x",
+        answerable=answerable,
+        keypoints=keypoints,
+    )
+    j = evaluate_rules(ex, answer, CFG)
+    if j.label is None:
+        assert j.undetermined_reason and j.undetermined_reason.startswith("answer_evaluation")
+    else:
+        assert j.reason and j.rule
