@@ -415,3 +415,30 @@ def test_latin_tokens_equal_reference(text: str) -> None:
 def test_compact_equals_reference(text: str) -> None:
     normalised = facts.normalize(text)
     assert facts._compact(normalised) == facts._RE_SPACE_BETWEEN_CJK.sub("", normalised)
+
+
+_NAME_PIECES = [
+    *_WORD_PIECES,
+    "公司",
+    "有限公司",
+    "青禾",
+    "被告",
+    "张某",
+    "某",
+    "：",
+    "“",
+    "”",
+    "《",
+]
+name_texts = st.lists(st.sampled_from(_NAME_PIECES), max_size=25).map("".join)
+
+
+@settings(max_examples=800, deadline=None)
+@given(name_texts)
+def test_entity_pattern_shortcuts_are_implied_by_their_patterns(text: str) -> None:
+    if facts._RE_ZH_ORG.search(text):
+        assert not text.isascii() and any(x in text for x in facts._ZH_ORG_SUFFIXES)
+    if facts._RE_ZH_MOU.search(text):
+        assert "某" in text
+    if facts._RE_ZH_ROLE_NAME.search(text):
+        assert not text.isascii()

@@ -20,6 +20,7 @@ import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from rapidfuzz import fuzz
 
@@ -426,8 +427,7 @@ def _parse_en_words(s: str) -> float | None:
     return total + current if seen else None
 
 
-@dataclass(frozen=True, slots=True)
-class _Core:
+class _Core(NamedTuple):  # a tuple: a long answer has hundreds, built in no time
     value: float
     start: int
     end: int
@@ -1341,7 +1341,10 @@ def _entities(text: str) -> tuple[str, ...]:
                 name = name[:-1]
             found.append((t.find(tokens[0], offset), name))
 
-    for m in _RE_ZH_ORG.finditer(t):
+    # the Chinese patterns need their CJK words; the organisation pattern tries up to 20
+    # characters before a suffix at every position, so it runs only when a suffix occurs
+    cjk = not t.isascii()
+    for m in _RE_ZH_ORG.finditer(t) if cjk and any(x in t for x in _ZH_ORG_SUFFIXES) else ():
         name = m.group()
         cut = 0
         for w in _ZH_BOUNDARY_WORDS:
@@ -1366,11 +1369,11 @@ def _entities(text: str) -> tuple[str, ...]:
             continue  # 该公司, 本公司, 公司, 上市公司, 保险公司
         found.append((m.start() + cut, name))
 
-    for m in _RE_ZH_MOU.finditer(t):
+    for m in _RE_ZH_MOU.finditer(t) if "某" in t else ():
         if m.group(1) in _ZH_SURNAMES:
             found.append((m.start(), m.group()))
 
-    for m in _RE_ZH_ROLE_NAME.finditer(t):
+    for m in _RE_ZH_ROLE_NAME.finditer(t) if cjk else ():
         cand = m.group(1)
         if cand[0] not in _ZH_SURNAMES:
             continue
