@@ -146,3 +146,50 @@ async def test_paper_cascade_without_the_entity_extension() -> None:
     off = await Diagnoser("rules", config=DiagnosisConfig(entity_extension=False)).diagnose(trace)
     assert "never retrieved" in on.stage_reason
     assert "never retrieved" not in off.stage_reason
+
+
+def _missed_passage_trace(other_texts: tuple[str, ...]) -> Trace:
+    from diag_helpers import make_trace
+
+    return make_trace(
+        query="When did Acme Corp open its Springfield plant?",
+        gt_answer="Acme Corp opened its Springfield plant in 1999.",
+        answer="Acme Corp opened its Springfield plant in 2005.",
+        gt_texts=(
+            "Acme Corp opened its Springfield plant in 1999.",
+            "It sells widgets and gadgets to retailers.",
+            "Its chief executive is Ann Lee.",
+        ),
+        other_texts=other_texts,
+        retrieved=["od_0", "od_1"],
+        reranked=["od_0", "od_1"],
+        context=["od_0", "od_1"],
+        references=("Acme Corp opened its Springfield plant in 1999.",),
+    )
+
+
+async def test_missed_passage_with_keyword_matches_about_the_same_entity_is_e4() -> None:
+    """Other passages about the query's own entity that share its words: the gold
+    passage was missed (E4), the retriever did not drift (issue #9)."""
+    trace = _missed_passage_trace(
+        (
+            "Acme Corp opened a new Springfield office for its plant engineers in 2005.",
+            "Acme Corp plans to open a second plant near Springfield.",
+        )
+    )
+    d = await Diagnoser("rules").diagnose(trace)
+    assert d.stage is Stage.RETRIEVAL
+    assert d.error_type is ErrorType.E4
+
+
+async def test_keyword_matches_about_another_entity_are_e6() -> None:
+    """Passages that share the query's words but name none of its entities: drift."""
+    trace = _missed_passage_trace(
+        (
+            "Globex Inc opened its Riverton plant in 2005.",
+            "Initech opened a plant in Lakeside to make software servers.",
+        )
+    )
+    d = await Diagnoser("rules").diagnose(trace)
+    assert d.stage is Stage.RETRIEVAL
+    assert d.error_type is ErrorType.E6
