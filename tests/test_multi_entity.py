@@ -193,3 +193,28 @@ async def test_keyword_matches_about_another_entity_are_e6() -> None:
     d = await Diagnoser("rules").diagnose(trace)
     assert d.stage is Stage.RETRIEVAL
     assert d.error_type is ErrorType.E6
+
+
+async def test_abstract_query_phrase_is_no_evidence_of_chunking() -> None:
+    """A summary question's abstract phrase ("significant financial events") that the
+    documents word otherwise does not blame chunking (issue #9): retrieval."""
+    from diag_helpers import make_trace
+
+    trace = make_trace(
+        query="What significant financial events did Acme Corp experience in 2019?",
+        gt_answer="Acme Corp issued a USD 50 million bond and acquired Beta Tools in 2019.",
+        answer="Acme Corp opened a plant in 2019.",
+        gt_texts=(
+            "In 2019 Acme Corp issued a USD 50 million bond and acquired Beta Tools.",
+            "The report lists significant events, results and the financial calendar.",
+            "Its chief executive is Ann Lee.",
+        ),
+        other_texts=("Globex Inc opened a plant in 2019.", "Initech makes software."),
+        retrieved=["od_0", "od_1"],
+        reranked=["od_0", "od_1"],
+        context=["od_0", "od_1"],
+        references=("In 2019 Acme Corp issued a USD 50 million bond and acquired Beta Tools.",),
+    )
+    d = await Diagnoser("rules").diagnose(trace)
+    assert d.stage is Stage.RETRIEVAL
+    assert any("not scored" in e for e in d.evidence)

@@ -33,7 +33,7 @@ from ragtriage.judge.prompts import (
 )
 from ragtriage.llm import LLMFailure
 from ragtriage.records import Chunk, Trace
-from ragtriage.text import has_cjk
+from ragtriage.text import has_cjk, normalize
 
 __all__ = [
     "ConceptCoverage",
@@ -139,8 +139,9 @@ def rules_concept_coverage(trace: Trace, gt_ids: Sequence[str]) -> ConceptCovera
     notes: list[str] = []
     # abstract phrases ("significant financial events", "影响因素") are matched by their
     # stems at half their terms; one still unmatched counts against the GT chunks only
-    # when the GT documents state it with all its terms elsewhere (positive evidence that
-    # chunking cut it off) -- otherwise the documents word it differently: not scored
+    # when the GT documents state the phrase itself elsewhere (a header: positive
+    # evidence that chunking cut it off) -- otherwise the documents word it differently
+    # or scatter its words: not scored
     specific = _specific_concepts(query, concepts)
     doc_texts = _gt_doc_texts(trace)
     soft: list[str] = []
@@ -154,7 +155,7 @@ def rules_concept_coverage(trace: Trace, gt_ids: Sequence[str]) -> ConceptCovera
         if ids:
             hits[c] = ids
             soft.append(c)
-        elif not any(concept_in_text(c, t, threshold=1.0) for t in doc_texts):
+        elif not any(_phrase_in(c, t) for t in doc_texts):
             abstract.append(c)
     absent = tuple(
         c
@@ -185,6 +186,13 @@ def rules_concept_coverage(trace: Trace, gt_ids: Sequence[str]) -> ConceptCovera
     scored = [c for c in concepts if c not in unscored]
     result = _finish(scored, hits, views, missing, "rules", notes)
     return replace(result, concepts=tuple(concepts), absent_from_docs=unscored)
+
+
+def _phrase_in(phrase: str, text: str) -> bool:
+    """The phrase itself (normalised, on word boundaries) occurs in the text -- a header
+    or sentence that states it, not its words scattered over a document."""
+    np_ = normalize(phrase)
+    return bool(np_) and f" {np_} " in f" {normalize(text)} "
 
 
 def _specific_concepts(query: str, concepts: Sequence[str]) -> frozenset[str]:
