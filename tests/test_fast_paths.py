@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import sys
 import unicodedata
+from collections import Counter
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -442,3 +443,61 @@ def test_entity_pattern_shortcuts_are_implied_by_their_patterns(text: str) -> No
         assert "某" in text
     if facts._RE_ZH_ROLE_NAME.search(text):
         assert not text.isascii()
+
+
+# -- one normal form ----------------------------------------------------------------------
+
+
+def ref_facts_normalize(text: str) -> str:
+    return re.sub(r"[\W_]+", " ", unicodedata.normalize("NFKC", text).lower()).strip()
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text())
+def test_facts_normalize_is_text_normalize(text: str) -> None:
+    assert facts.normalize(text) == ref_facts_normalize(text) == T._normalize(text)
+
+
+def test_facts_normalize_is_text_normalize_for_every_bmp_character() -> None:
+    for cp in range(0x10000):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        text = f"a{chr(cp)}_b {chr(cp)}"
+        assert T._normalize(text) == ref_facts_normalize(text), hex(cp)
+
+
+def ref_terms(normalised: str) -> list[str]:
+    out: list[str] = []
+    for piece in facts._RE_TERM_PIECE.findall(normalised):
+        c = piece[0]
+        if "\u3400" <= c <= "\u9fff" or "\uf900" <= c <= "\ufaff":
+            if len(piece) == 1:
+                out.append(piece)
+            else:
+                out.extend([piece[i : i + 2] for i in range(len(piece) - 1)])
+        elif piece not in STOPWORDS_EN:
+            out.append(facts._stem(piece))
+    return out
+
+
+@settings(max_examples=600, deadline=None)
+@given(name_texts)
+def test_terms_equal_reference(text: str) -> None:
+    normalised = facts._compact(facts.normalize(text))
+    assert facts._terms(normalised) == ref_terms(normalised)
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.dictionaries(st.sampled_from("abcdefgh"), st.integers(1, 5)),
+    st.dictionaries(st.sampled_from("abcdefgh"), st.integers(1, 5)),
+)
+def test_overlap_counts_the_multiset_intersection(a: dict[str, int], b: dict[str, int]) -> None:
+    # token bags: positive counts
+    answer, reference = Counter(a), Counter(b)
+    common = sum((answer & reference).values())
+    expected = (0.0, 0.0, 0.0)
+    if common:
+        p, r = common / sum(answer.values()), common / sum(reference.values())
+        expected = (p, r, 2 * p * r / (p + r))
+    assert answer_eval._overlap(answer, reference) == expected

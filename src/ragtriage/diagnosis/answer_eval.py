@@ -392,7 +392,10 @@ def _longest_listing(text: str, marks: list[tuple[int, int, bool]]) -> int:
 
 def _overlap(answer: Counter[str], reference: Counter[str]) -> tuple[float, float, float]:
     """(precision, recall, F1) of two token bags (0s when either is empty)."""
-    common = sum((answer & reference).values())
+    # the size of ``answer & reference``, counted over the smaller bag (Counter's & walks
+    # the left one: a long answer's bag for every one-sentence unit)
+    small, large = (answer, reference) if len(answer) <= len(reference) else (reference, answer)
+    common = sum(m for t, n in small.items() if (m := min(n, large[t])) > 0)
     if not common:
         return 0.0, 0.0, 0.0
     p = common / sum(answer.values())

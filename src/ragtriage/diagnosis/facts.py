@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import filterfalse
 from typing import NamedTuple
 
 from rapidfuzz import fuzz
 
 from ragtriage.text import STOPWORDS_EN, is_cjk
+from ragtriage.text import normalize as _text_normalize
 
 __all__ = [
     "DateMention",
@@ -59,22 +60,11 @@ def _fold(text: str) -> str:
     return text.translate(_FOLD) if _RE_FULL_WIDTH.search(text) else text
 
 
-_RE_NON_WORD = re.compile(r"[\W_]+")
-
-
 def normalize(text: str) -> str:
-    """NFKC, lower case, punctuation and symbols to single spaces (fast, regex-based;
-    equivalent to :func:`ragtriage.text.normalize` for letters, digits and CJK)."""
-    if len(text) <= 20_000:
-        return _normalize_cached(text)
-    return _normalize(text)
-
-
-def _normalize(text: str) -> str:
-    return _RE_NON_WORD.sub(" ", unicodedata.normalize("NFKC", text).lower()).strip()
-
-
-_normalize_cached = lru_cache(maxsize=16384)(_normalize)
+    """NFKC, lower case, punctuation and symbols to single spaces: the same string as
+    :func:`ragtriage.text.normalize` for every text (property-tested against the regex
+    ``[\\W_]+`` form this module used), so both share one cache."""
+    return _text_normalize(text)
 
 
 # --------------------------------------------------------------------------- records
@@ -1708,14 +1698,18 @@ def _stem(word: str) -> str:
 
 
 _RE_TERM_PIECE = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+|[^\W_\u3400-\u9fff\uf900-\ufaff]+")
+_RE_TERM_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
 
 def _terms(normalised: str) -> list[str]:
     """Stemmed Latin words (stopwords dropped) and CJK character bigrams (a single
     character for an isolated CJK character); CJK runs never join across other text."""
-    out: list[str] = []
+    pieces = _RE_TERM_PIECE.findall(normalised)
     stop = STOPWORDS_EN
-    for piece in _RE_TERM_PIECE.findall(normalised):
+    if _RE_TERM_CJK.search(normalised) is None:  # Latin words only: stem them in C loops
+        return list(map(_stem, filterfalse(stop.__contains__, pieces)))
+    out: list[str] = []
+    for piece in pieces:
         c = piece[0]
         if "\u3400" <= c <= "\u9fff" or "\uf900" <= c <= "\ufaff":
             if len(piece) == 1:
