@@ -501,3 +501,44 @@ def test_overlap_counts_the_multiset_intersection(a: dict[str, int], b: dict[str
         p, r = common / sum(answer.values()), common / sum(reference.values())
         expected = (p, r, 2 * p * r / (p + r))
     assert answer_eval._overlap(answer, reference) == expected
+
+
+_NFKC_PIECES = [
+    *_PIECES,
+    *_NAME_PIECES,
+    "\u0301",
+    "\u0308",
+    "\u3000",
+    "，",
+    "：",
+    "（",
+    "…",
+    "™",
+    "ｶ",
+    "ﾞ",
+]
+_NFKC_PIECES += ["Ａ", "\u00c5", "A\u030a", "\u212b", "①", "㎞", "ﬁ", "\uff5e", "\uff5f", "\uff00"]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(_NFKC_PIECES), max_size=30).map("".join))
+def test_nfkc_equals_unicodedata(text: str) -> None:
+    assert T.nfkc(text) == unicodedata.normalize("NFKC", text)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.text())
+def test_nfkc_equals_unicodedata_on_any_text(text: str) -> None:
+    assert T.nfkc(text) == unicodedata.normalize("NFKC", text)
+
+
+def test_full_width_forms_map_to_their_nfkc_form() -> None:
+    for ch, ascii_ch in T._FULL_WIDTH.items():
+        assert unicodedata.normalize("NFKD", ch) == ascii_ch
+        assert unicodedata.combining(ch) == 0
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(st.sampled_from(_NFKC_PIECES), max_size=30).map("".join))
+def test_fold_equals_translate(text: str) -> None:
+    assert facts._fold.__wrapped__(text) == text.translate(str.maketrans(facts._FOLD))

@@ -46,9 +46,7 @@ __all__ = [
 
 # --------------------------------------------------------------------------- folding
 
-_FOLD = str.maketrans(
-    {chr(c): chr(c - 0xFEE0) for c in range(0xFF01, 0xFF5F) if c != 0xFF0C} | {"\u3000": " "}
-)
+_FOLD = {chr(c): chr(c - 0xFEE0) for c in range(0xFF01, 0xFF5F) if c != 0xFF0C} | {"\u3000": " "}
 
 
 _RE_FULL_WIDTH = re.compile("[\uff01-\uff5e\u3000]")
@@ -57,7 +55,12 @@ _RE_FULL_WIDTH = re.compile("[\uff01-\uff5e\u3000]")
 @lru_cache(maxsize=4096)
 def _fold(text: str) -> str:
     """Full-width ASCII forms to ASCII (same length, so offsets are kept)."""
-    return text.translate(_FOLD) if _RE_FULL_WIDTH.search(text) else text
+    # the few distinct forms of a text replaced one by one (str.translate looks up
+    # every character of a Chinese text in the table)
+    for ch in set(_RE_FULL_WIDTH.findall(text)) if not text.isascii() else ():
+        if ch in _FOLD:  # "，" (U+FF0C) stays
+            text = text.replace(ch, _FOLD[ch])
+    return text
 
 
 def normalize(text: str) -> str:
