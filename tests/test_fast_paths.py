@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from ragtriage import groundtruth
 from ragtriage import text as T
-from ragtriage.diagnosis import answer_eval, answer_styles, facts
+from ragtriage.diagnosis import answer_eval, answer_styles, facts, types_rules
 from ragtriage.text import STOPWORDS_EN, STOPWORDS_ZH, is_cjk, token_spans
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -317,6 +317,7 @@ _FOLDED = [
     answer_styles._GUESS,
     answer_styles._CLAUSES,
     answer_styles._CITATIONS,
+    types_rules._RE_ABSTAIN_EN,
 ]
 
 
@@ -347,6 +348,9 @@ def test_cue_tests_equal_their_plain_form(text: str) -> None:
     s = answer_styles
     plain_decline = bool(s._EN_DECLINE.search(text) or s._ZH_DECLINE.search(text))
     assert s.declining_sentence(text) == plain_decline
+    tr = types_rules
+    plain_abstain = bool(tr._RE_ABSTAIN_EN.search(text) or tr._RE_ABSTAIN_ZH.search(text))
+    assert tr.abstains(text) == plain_abstain
 
 
 def _first_chars(items: list[tuple[object, object]]) -> set[str] | None:
@@ -379,7 +383,7 @@ def _first_chars(items: list[tuple[object, object]]) -> set[str] | None:
 def test_shortcut_premises_hold_for_the_patterns() -> None:
     from re import _parser
 
-    for pattern in (answer_eval._ZH_CUES, answer_styles._ZH_DECLINE):
+    for pattern in (answer_eval._ZH_CUES, answer_styles._ZH_DECLINE, types_rules._RE_ABSTAIN_ZH):
         first = _first_chars(list(_parser.parse(pattern.pattern, pattern.flags)))
         assert first is not None and all(T.is_cjk(ch) for ch in first), pattern.pattern
     emph = answer_styles._MD_EMPH.pattern
@@ -542,3 +546,52 @@ def test_full_width_forms_map_to_their_nfkc_form() -> None:
 @given(st.lists(st.sampled_from(_NFKC_PIECES), max_size=30).map("".join))
 def test_fold_equals_translate(text: str) -> None:
     assert facts._fold.__wrapped__(text) == text.translate(str.maketrans(facts._FOLD))
+
+
+# -- type tests ----------------------------------------------------------------------------
+
+_MID_PIECES = [
+    "Acme",
+    "Acmes",
+    "acme",
+    " ",
+    ", ",
+    "; ",
+    "x",
+    "X",
+    "_",
+    "1",
+    "é",
+    "-",
+    "\n",
+    "Acme_",
+]
+mid_texts = st.lists(st.sampled_from(_MID_PIECES), max_size=20).map("".join)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(mid_texts)
+def test_mid_sentence_equals_the_per_word_pattern(text: str) -> None:
+    for word in ("Acme", "Acmes"):
+        expected = bool(re.search(rf"[a-z,;] {re.escape(word)}\b", text))
+        assert types_rules._mid_sentence(word, text) == expected
+
+
+def test_is_word_is_the_regex_word_class() -> None:
+    for cp in range(0x10000):
+        ch = chr(cp)
+        assert types_rules._is_word(ch) == bool(re.match(r"\w", ch)), hex(cp)
+
+
+def ref_blanked(t: str, spans: list[tuple[int, int]]) -> str:
+    chars = list(t)
+    for s, e in spans:
+        for i in range(s, min(e, len(chars))):
+            chars[i] = " "
+    return "".join(chars)
+
+
+@settings(max_examples=800, deadline=None)
+@given(texts, st.lists(st.tuples(st.integers(0, 45), st.integers(0, 45)), max_size=6))
+def test_blanked_equals_reference(text: str, spans: list[tuple[int, int]]) -> None:
+    assert facts._blanked(text, spans) == ref_blanked(text, spans)

@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import filterfalse
+from itertools import filterfalse, pairwise
 from typing import NamedTuple
 
 from rapidfuzz import fuzz
@@ -1893,6 +1893,20 @@ class Support:
         return self.unsupported / self.total if self.total else 0.0
 
 
+def _blanked(t: str, spans: Iterable[tuple[int, int]]) -> str:
+    """``t`` with every character inside one of ``spans`` (clipped to ``t``) a space."""
+    out: list[str] = []
+    pos = 0
+    for start, end in sorted((max(s, 0), min(e, len(t))) for s, e in spans):
+        start = max(start, pos)
+        if end > start:
+            out.append(t[pos:start])
+            out.append(" " * (end - start))
+            pos = end
+    out.append(t[pos:])
+    return "".join(out)
+
+
 def content_support(text: str, sources: Iterable[str]) -> Support:
     """Which content of ``text`` is absent from every text of ``sources``.
 
@@ -1903,15 +1917,13 @@ def content_support(text: str, sources: Iterable[str]) -> Support:
     support: set[str] = set()
     for src in sources:
         support |= _prepare(src).terms
-    t = _fold(text)
-    chars = list(t)
-    for span_s, span_e in [
-        *((q.start, q.end) for q in _cached_quantities(text)),
-        *((d.start, d.end) for d in _cached_dates(text)),
-    ]:
-        for i in range(span_s, min(span_e, len(chars))):
-            chars[i] = " "
-    t = "".join(chars)
+    t = _blanked(
+        _fold(text),
+        [
+            *((q.start, q.end) for q in _cached_quantities(text)),
+            *((d.start, d.end) for d in _cached_dates(text)),
+        ],
+    )
     total = 0
     unsupported = 0
     examples: list[tuple[int, str]] = []
@@ -1926,12 +1938,14 @@ def content_support(text: str, sources: Iterable[str]) -> Support:
     for m in _RE_CJK_RUN.finditer(t):
         run = m.group()
         n = len(run)
-        ok = [
-            (n == 1 and run in support)
-            or (i > 0 and run[i - 1 : i + 1] in support)
-            or (i + 1 < n and run[i : i + 2] in support)
-            for i in range(n)
-        ]
+        # a character is supported when a bigram it belongs to is (each bigram looked up
+        # once), or, alone, when it is itself
+        pairs = [run[k : k + 2] in support for k in range(n - 1)]
+        ok = (
+            [run in support]
+            if n == 1
+            else [pairs[0], *(a or b for a, b in pairwise(pairs)), pairs[-1]]
+        )
         i = 0
         while i < n:
             if run[i] in _STOP_ZH_CHARS:

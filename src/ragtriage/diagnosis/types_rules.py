@@ -59,7 +59,7 @@ from ragtriage.diagnosis.facts import (
 from ragtriage.diagnosis.stage import chunk_shape_findings, starved_parts
 from ragtriage.groundtruth import locate_reference, reconstruct_text
 from ragtriage.records import AnswerLabel, Chunk, ErrorType, Stage, Vote, types_of_stage
-from ragtriage.text import count_tokens, split_sentences
+from ragtriage.text import FoldedPattern, count_tokens, has_cjk, split_sentences
 
 __all__ = [
     "STAGE_PRIORS",
@@ -160,7 +160,13 @@ _RE_OPENING_PRONOUN = re.compile(
 
 def abstains(text: str) -> bool:
     """Whether ``text`` contains an abstention phrase ("not mentioned", "无法回答", ...)."""
-    return bool(_RE_ABSTAIN_EN.search(text) or _RE_ABSTAIN_ZH.search(text))
+    # every Chinese phrase starts with a CJK character (tests/test_fast_paths.py)
+    return bool(
+        _RE_ABSTAIN_EN_FOLDED.search(text) or (has_cjk(text) and _RE_ABSTAIN_ZH.search(text))
+    )
+
+
+_RE_ABSTAIN_EN_FOLDED = FoldedPattern(_RE_ABSTAIN_EN)
 
 
 def _short(text: str, n: int = 60) -> str:
@@ -1009,7 +1015,7 @@ class _Gen:
             word = m.group()
             if word in found or word.lower() in _COMMON_FIRST_WORDS:
                 continue
-            if re.search(rf"[a-z,;] {re.escape(word)}\b", self.context):
+            if _mid_sentence(word, self.context):
                 found.append(word)
         return found
 
@@ -1135,6 +1141,29 @@ def _comparable(a: Quantity, others: Sequence[Quantity]) -> bool:
 
 
 _RE_CAP_WORD = re.compile(r"(?<![\w.])[A-Z][a-z]{2,}\b")
+
+
+def _mid_sentence(word: str, text: str) -> bool:
+    """``re.search(rf"[a-z,;] {re.escape(word)}\\b", text)`` for a word ending in a letter,
+    without compiling a pattern per word: " word" after a lower-case letter, comma or
+    semicolon, and no word character right after it."""
+    needle = " " + word
+    at = text.find(needle, 1)
+    while at >= 0:
+        end = at + len(needle)
+        if text[at - 1] in _BEFORE_MID_WORD and not (end < len(text) and _is_word(text[end])):
+            return True
+        at = text.find(needle, at + 1)
+    return False
+
+
+_BEFORE_MID_WORD = frozenset("abcdefghijklmnopqrstuvwxyz,;")
+
+
+def _is_word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
 _COMMON_FIRST_WORDS = frozenset(
     """the this that these those there their they it its he she his her we our you your
     in on at by for from with after before during while when where which who what how
