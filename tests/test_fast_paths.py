@@ -119,7 +119,14 @@ _PIECES = [
     "𠀀",
     "豈",
 ]
-texts = st.lists(st.sampled_from(_PIECES), max_size=40).map("".join)
+
+
+def joined(pieces: list[str], most: int) -> st.SearchStrategy[str]:
+    """Texts made of up to ``most`` of ``pieces``."""
+    return st.lists(st.sampled_from(pieces), max_size=most).map("".join)
+
+
+texts = joined(_PIECES, 40)
 
 
 def _real_texts() -> list[str]:
@@ -215,7 +222,7 @@ _NUMERIC += [
     "3912a",
 ]
 _NUMERIC += ["年", "月", "季度", "第三", "million", "percent", "per cent", "亿", "US$", "$"]
-numeric_texts = st.lists(st.sampled_from(_NUMERIC), max_size=30).map("".join)
+numeric_texts = joined(_NUMERIC, 30)
 
 _OLD_DIGITS = re.compile(r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\d)(?!\.\d)(?!(?:st|nd|rd|th)\b)")
 
@@ -287,7 +294,7 @@ def ref_split_sentences(text: str) -> list[T.Sentence]:
 
 _SENTENCE_PIECES = [*_PIECES, ". ", "! ", "? ", "?", "!", "…", "……", "；", "！", "。」", '." ']
 _SENTENCE_PIECES += ["Mr. ", "e.g. ", "J. ", "3. ", "\u2028", "\x1c", "\xa0", "\u3000", "\r\n"]
-sentence_texts = st.lists(st.sampled_from(_SENTENCE_PIECES), max_size=40).map("".join)
+sentence_texts = joined(_SENTENCE_PIECES, 40)
 
 
 @settings(max_examples=800, deadline=None)
@@ -308,7 +315,7 @@ _CUE_PIECES = ["I ", "i", "don't ", "DO NOT ", "do n't ", "know", "Not ", "menti
 _CUE_PIECES += ["none of the ", "Documents", "provide", "cannot be ", "Determined", "unknown"]
 _CUE_PIECES += ["There is no ", "information", "likely", "Thus, ", "the answer is", "\n", ". "]
 _CUE_PIECES += ["(Doc 2)", "[1]", "**", "'", " ", "\t", "K", "s", "ſ", "İ", "不知道", "没有提供"]
-cue_texts = st.lists(st.sampled_from(_CUE_PIECES), max_size=25).map("".join)
+cue_texts = joined(_CUE_PIECES, 25)
 
 _FOLDED = [
     answer_eval._EN_CUES,
@@ -401,7 +408,7 @@ def test_has_content_is_content_tokens_not_empty(text: str) -> None:
 
 _WORD_PIECES = [*_CUE_PIECES, "May ", "may", "MARCH", "sept", "Sept.", "twenty-one", "hundred"]
 _WORD_PIECES += ["band", "andand", "and ", "one", "None", "2019", "i", "-", "é", "A"]
-word_texts = st.lists(st.sampled_from(_WORD_PIECES), max_size=25).map("".join)
+word_texts = joined(_WORD_PIECES, 25)
 
 
 @settings(max_examples=800, deadline=None)
@@ -435,7 +442,7 @@ _NAME_PIECES = [
     "”",
     "《",
 ]
-name_texts = st.lists(st.sampled_from(_NAME_PIECES), max_size=25).map("".join)
+name_texts = joined(_NAME_PIECES, 25)
 
 
 @settings(max_examples=800, deadline=None)
@@ -525,7 +532,7 @@ _NFKC_PIECES += ["Ａ", "\u00c5", "A\u030a", "\u212b", "①", "㎞", "ﬁ", "\uf
 
 
 @settings(max_examples=1500, deadline=None)
-@given(st.lists(st.sampled_from(_NFKC_PIECES), max_size=30).map("".join))
+@given(joined(_NFKC_PIECES, 30))
 def test_nfkc_equals_unicodedata(text: str) -> None:
     assert T.nfkc(text) == unicodedata.normalize("NFKC", text)
 
@@ -543,7 +550,7 @@ def test_full_width_forms_map_to_their_nfkc_form() -> None:
 
 
 @settings(max_examples=800, deadline=None)
-@given(st.lists(st.sampled_from(_NFKC_PIECES), max_size=30).map("".join))
+@given(joined(_NFKC_PIECES, 30))
 def test_fold_equals_translate(text: str) -> None:
     assert facts._fold.__wrapped__(text) == text.translate(str.maketrans(facts._FOLD))
 
@@ -566,7 +573,7 @@ _MID_PIECES = [
     "\n",
     "Acme_",
 ]
-mid_texts = st.lists(st.sampled_from(_MID_PIECES), max_size=20).map("".join)
+mid_texts = joined(_MID_PIECES, 20)
 
 
 @settings(max_examples=1500, deadline=None)
