@@ -561,7 +561,7 @@ class _Mask:
         self._bits[start:end] = b"\x01" * max(0, end - start)
 
     def hit(self, start: int, end: int) -> bool:
-        return 1 in self._bits[start:end]
+        return self._bits.find(1, start, end) >= 0  # ``1 in bits[start:end]``, no copy
 
 
 def extract_quantities(text: str) -> list[Quantity]:
@@ -1219,9 +1219,14 @@ _RE_ZH_MOU = re.compile(r"([\u4e00-\u9fff])某{1,2}")
 _RE_QUOTED = re.compile(r"[“\"「『《]([^“”\"「」『』《》\n]{2,40})[”\"」』》]")
 
 
+_RE_EN_SENTENCE_GAP = re.compile(r"[.!?:;\n][\"'”’)\]]*\s+")
+_RE_NON_BLANK = re.compile(r"\S+")
+_RE_INITIAL = re.compile(r"[A-Z]\.")
+
+
 def _en_sentence_starts(text: str) -> set[int]:
     starts = {0}
-    for m in re.finditer(r"[.!?:;\n][\"'”’)\]]*\s+", text):
+    for m in _RE_EN_SENTENCE_GAP.finditer(text):
         starts.add(m.end())
     return starts
 
@@ -1231,7 +1236,7 @@ def _en_groups(match: str, base: int, starts: set[int]) -> list[tuple[int, list[
     groups: list[tuple[int, list[str], bool]] = []
     cur: list[str] = []
     cur_start = base
-    for tm in re.finditer(r"\S+", match):
+    for tm in _RE_NON_BLANK.finditer(match):
         tok = tm.group()
         possessive = tok.endswith(("'s", "’s")) and len(tok) > 3
         if possessive:
@@ -1329,7 +1334,7 @@ def _entities(text: str) -> tuple[str, ...]:
             if (
                 name.endswith(".")
                 and tokens[-1].rstrip(".").lower() not in _EN_ABBREV
-                and not re.fullmatch(r"[A-Z]\.", tokens[-1])
+                and not _RE_INITIAL.fullmatch(tokens[-1])
             ):
                 name = name[:-1]
             found.append((t.find(tokens[0], offset), name))
