@@ -153,6 +153,11 @@ def test_content_tokens_equal_reference(text: str) -> None:
     assert T._content_tokens.__wrapped__(text) == ref_content_tokens(text)
 
 
+def test_chinese_stopwords_are_single_cjk_characters() -> None:
+    # content_tokens keeps every token of three characters or more on this premise
+    assert all(len(w) == 1 and is_cjk(w) for w in STOPWORDS_ZH)
+
+
 def test_tokens_equal_reference_on_real_style_traces() -> None:
     for text in _real_texts():
         assert T._match_tokens(text) == ref_match_tokens(text)
@@ -602,3 +607,22 @@ def ref_blanked(t: str, spans: list[tuple[int, int]]) -> str:
 @given(texts, st.lists(st.tuples(st.integers(0, 45), st.integers(0, 45)), max_size=6))
 def test_blanked_equals_reference(text: str, spans: list[tuple[int, int]]) -> None:
     assert facts._blanked(text, spans) == ref_blanked(text, spans)
+
+
+_OLD_CITATIONS = re.compile(
+    r"[ \t]*[\[【(（]\s*(?:(?:docs?|documents?|sources?|passages?|chunks?|refs?|references?|"
+    r"contexts?|文档|文件|资料|来源|段落|参考)\s*[:：#]?\s*)?"
+    r"(?:\d{1,3}|[A-Z])(?:\s*(?:[,，;；、]|-|–|and|&|和)\s*(?:(?:docs?|documents?|文档)\s*)?"
+    r"(?:\d{1,3}|[A-Z]))*\s*[\]】)）]",
+    re.IGNORECASE,
+)
+_CITATION_PIECES = [" ", "\t", "  ", "(", ")", "[", "]", "【", "】", "（", "）", "Doc", "doc ", "2"]
+_CITATION_PIECES += ["12", ", ", "and ", "文档", "A", "x", "\n", "Documents: ", "-", "：", "–"]
+
+
+@settings(max_examples=2000, deadline=None)
+@given(joined(_CITATION_PIECES, 25))
+def test_citation_pattern_equals_the_old_one(text: str) -> None:
+    assert answer_styles._CITATIONS.sub("", text) == _OLD_CITATIONS.sub("", text)
+    old = [m.span() for m in _OLD_CITATIONS.finditer(text)]
+    assert [m.span() for m in answer_styles._CITATIONS.finditer(text)] == old

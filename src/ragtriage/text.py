@@ -282,15 +282,9 @@ def _content_tokens(text: str) -> tuple[str, ...]:
     if not has_cjk:  # no token can be made of Chinese stopwords
         return tuple(filterfalse(STOPWORDS_EN.__contains__, toks))
     # every Chinese stopword is a CJK character, so "all characters are stopwords"
-    # implies "all characters are CJK"; tokens of one or two characters (nearly all of
-    # them) are looked up at once
-    return tuple(
-        tok
-        for tok in toks
-        if tok not in STOPWORDS_EN
-        and tok not in _ZH_STOP_SHORT
-        and (len(tok) <= 2 or not all(c in STOPWORDS_ZH for c in tok))
-    )
+    # implies "all characters are CJK": a token of three characters or more has none
+    # (CJK tokens are characters and bigrams) and stays; the others are looked up at once
+    return tuple(filterfalse(_DROPPED_WITH_CJK.__contains__, toks))
 
 
 #: every string of at most two characters that are all Chinese stopwords (and "", which
@@ -299,6 +293,9 @@ _ZH_STOP_CHARS = [w for w in STOPWORDS_ZH if len(w) == 1]
 _ZH_STOP_SHORT = frozenset(
     ["", *_ZH_STOP_CHARS, *(a + b for a in _ZH_STOP_CHARS for b in _ZH_STOP_CHARS)]
 )
+#: what content_tokens drops from text with CJK characters (Chinese stopwords are single
+#: CJK characters: tests/test_fast_paths.py)
+_DROPPED_WITH_CJK = STOPWORDS_EN | _ZH_STOP_SHORT
 
 
 def token_f1(prediction: str, reference: str) -> tuple[float, float, float]:

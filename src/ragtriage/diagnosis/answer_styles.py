@@ -34,8 +34,11 @@ __all__ = [
 
 # -- cleaning -------------------------------------------------------------------------
 
+# "[ \t]*[\[【(（]" written to open with one character class (a blank or a bracket,
+# then more blanks and a bracket only after a blank), so the regex engine skips ahead
 _CITATIONS = re.compile(
-    r"[ \t]*[\[【(（]\s*(?:(?:docs?|documents?|sources?|passages?|chunks?|refs?|references?|"
+    r"[ \t\[【(（](?:(?<=[\[【(（])|(?<=[ \t])[ \t]*[\[【(（])"
+    r"\s*(?:(?:docs?|documents?|sources?|passages?|chunks?|refs?|references?|"
     r"contexts?|文档|文件|资料|来源|段落|参考)\s*[:：#]?\s*)?"
     r"(?:\d{1,3}|[A-Z])(?:\s*(?:[,，;；、]|-|–|and|&|和)\s*(?:(?:docs?|documents?|文档)\s*)?"
     r"(?:\d{1,3}|[A-Z]))*\s*[\]】)）]",
