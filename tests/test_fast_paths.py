@@ -626,3 +626,64 @@ def test_citation_pattern_equals_the_old_one(text: str) -> None:
     assert answer_styles._CITATIONS.sub("", text) == _OLD_CITATIONS.sub("", text)
     old = [m.span() for m in _OLD_CITATIONS.finditer(text)]
     assert [m.span() for m in answer_styles._CITATIONS.finditer(text)] == old
+
+
+def ref_content_support(text: str, sources: list[str]) -> facts.Support:
+    support: set[str] = set()
+    for src in sources:
+        support |= facts._prepare(src).terms
+    t = ref_blanked(
+        facts._fold(text),
+        [(q.start, q.end) for q in facts.extract_quantities(text)]
+        + [(d.start, d.end) for d in facts.extract_dates(text)],
+    )
+    total = unsupported = 0
+    examples: list[tuple[int, str]] = []
+    for m in facts._RE_LATIN_ALPHA.finditer(t):
+        low = m.group().lower()
+        if len(low) < 2 or low in STOPWORDS_EN:
+            continue
+        total += 1
+        if facts._stem(low) not in support and low not in support:
+            unsupported += 1
+            examples.append((m.start(), m.group()))
+    for m in facts._RE_CJK_RUN.finditer(t):
+        run = m.group()
+        n = len(run)
+        ok = [
+            (n == 1 and run in support)
+            or (i > 0 and run[i - 1 : i + 1] in support)
+            or (i + 1 < n and run[i : i + 2] in support)
+            for i in range(n)
+        ]
+        i = 0
+        while i < n:
+            if run[i] in facts._STOP_ZH_CHARS:
+                i += 1
+                continue
+            total += 1
+            if ok[i]:
+                i += 1
+                continue
+            j = i
+            while j < n and not ok[j] and run[j] not in facts._STOP_ZH_CHARS:
+                j += 1
+            total += j - i - 1
+            if j - i >= 2:
+                unsupported += j - i
+                examples.append((m.start() + i, run[i:j]))
+            i = j
+    examples.sort()
+    return facts.Support(total, unsupported, tuple(e for _, e in examples))
+
+
+@settings(max_examples=600, deadline=None)
+@given(name_texts, name_texts)
+def test_content_support_equals_reference(text: str, source: str) -> None:
+    assert facts.content_support(text, [source]) == ref_content_support(text, [source])
+
+
+def test_content_support_equals_reference_on_real_style_traces() -> None:
+    for t in real_traces(14):
+        sources = [c.text for c in t.gt_doc_chunks[:4]]
+        assert facts.content_support(t.answer, sources) == ref_content_support(t.answer, sources)

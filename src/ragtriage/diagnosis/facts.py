@@ -1912,6 +1912,29 @@ def _blanked(t: str, spans: Iterable[tuple[int, int]]) -> str:
     return "".join(out)
 
 
+@lru_cache(maxsize=1024)
+def _content_units(
+    text: str,
+) -> tuple[tuple[tuple[int, str, str, str], ...], tuple[tuple[int, str], ...]]:
+    """What :func:`content_support` weighs in ``text``, worked out once per text (it is
+    asked about one answer against several sets of sources): its Latin content words as
+    (offset, word, lower case, stem) and its CJK runs as (offset, run), numbers and dates
+    blanked."""
+    t = _blanked(
+        _fold(text),
+        [
+            *((q.start, q.end) for q in _cached_quantities(text)),
+            *((d.start, d.end) for d in _cached_dates(text)),
+        ],
+    )
+    words = tuple(
+        (m.start(), m.group(), low, _stem(low))
+        for m in _RE_LATIN_ALPHA.finditer(t)
+        if len(low := m.group().lower()) >= 2 and low not in STOPWORDS_EN
+    )
+    return words, tuple((m.start(), m.group()) for m in _RE_CJK_RUN.finditer(t))
+
+
 def content_support(text: str, sources: Iterable[str]) -> Support:
     """Which content of ``text`` is absent from every text of ``sources``.
 
@@ -1922,26 +1945,13 @@ def content_support(text: str, sources: Iterable[str]) -> Support:
     support: set[str] = set()
     for src in sources:
         support |= _prepare(src).terms
-    t = _blanked(
-        _fold(text),
-        [
-            *((q.start, q.end) for q in _cached_quantities(text)),
-            *((d.start, d.end) for d in _cached_dates(text)),
-        ],
-    )
-    total = 0
-    unsupported = 0
-    examples: list[tuple[int, str]] = []
-    for m in _RE_LATIN_ALPHA.finditer(t):
-        low = m.group().lower()
-        if len(low) < 2 or low in STOPWORDS_EN:
-            continue
-        total += 1
-        if _stem(low) not in support and low not in support:
-            unsupported += 1
-            examples.append((m.start(), m.group()))
-    for m in _RE_CJK_RUN.finditer(t):
-        run = m.group()
+    words, runs = _content_units(text)
+    total = len(words)
+    examples = [
+        (at, word) for at, word, low, stem in words if stem not in support and low not in support
+    ]
+    unsupported = len(examples)
+    for start, run in runs:
         n = len(run)
         # a character is supported when a bigram it belongs to is (each bigram looked up
         # once), or, alone, when it is itself
@@ -1967,7 +1977,7 @@ def content_support(text: str, sources: Iterable[str]) -> Support:
             total += length - 1
             if length >= 2:
                 unsupported += length
-                examples.append((m.start() + i, run[i:j]))
+                examples.append((start + i, run[i:j]))
             i = j
     examples.sort()
     return Support(total, unsupported, tuple(e for _, e in examples))
