@@ -300,3 +300,36 @@ def test_any_text_gets_a_verdict_or_a_reason(
         assert j.undetermined_reason and j.undetermined_reason.startswith("answer_evaluation")
     else:
         assert j.reason and j.rule
+
+
+def test_conclusion_with_another_year_contradicts_a_review_that_quotes_the_right_one() -> None:
+    answer = (
+        "根据文档：\n- 文档1：华信科技公司成立于2015年。\n- 文档2：公司总部位于河源。\n\n"
+        "综上所述，华信科技公司成立于4622年。"
+    )
+    label, _ = judge("华信科技公司成立于哪一年？", "华信科技公司成立于2015年。", answer)
+    assert label is AnswerLabel.INCORRECT
+
+
+def test_document_labels_are_not_values() -> None:
+    answer = (
+        "Document 1 describes the 2019 IPO. Document 2 covers dividends. Document 3 lists the "
+        "board. None of these documents provide the number of employees.\n\n"
+        "Thus, the answer cannot be determined from the provided documents."
+    )
+    label, _ = judge("How many employees does Acme have?", "Acme has 3 employees.", answer)
+    assert label is AnswerLabel.ABSTAIN
+
+
+def test_zh_partial_abstention_with_no_information_about_one_company() -> None:
+    answer = (
+        "综上所述，华信科技公司2020年的营业收入为7.9亿元；"
+        "而文档中没有关于星河传媒公司2020年营业收入的信息。"
+    )
+    label, reason = judge(
+        "华信科技公司和星河传媒公司在2020年的营业收入分别是多少？",
+        "华信科技公司2020年的营业收入为7.9亿元；星河传媒公司2020年的营业收入为4.4亿元",
+        answer,
+    )
+    assert label is AnswerLabel.INCORRECT
+    assert "星河传媒" in reason

@@ -38,6 +38,7 @@ from ragtriage.diagnosis.answer_checks import (
 )
 from ragtriage.diagnosis.answer_styles import AnswerView, answer_view
 from ragtriage.diagnosis.facts import (
+    DateMention,
     Quantity,
     QuantityPool,
     dates_match,
@@ -251,6 +252,16 @@ def _answer_pool(answer: str) -> QuantityPool:
     """The answer's quantities as a pool (one per answer text: every ground-truth unit,
     keypoint and statement is looked up in it)."""
     return QuantityPool(extract_quantities(answer))
+
+
+def _near_date(a: DateMention, g: DateMention) -> bool:
+    """``a`` could summarise ``g``: the same year where both give one, and a month at
+    most one away where both give one ("July" for "30 June")."""
+    if a.year is not None and g.year is not None and a.year != g.year:
+        return False
+    if a.month is not None and g.month is not None:
+        return abs(a.month - g.month) <= 1
+    return a.year is not None and a.year == g.year
 
 
 def _states_all_values(unit: str, answer: str) -> bool:
@@ -678,7 +689,8 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
     concludes_declining = (
         view.final_declines if view.final_from != "whole answer" else False
     ) or is_abstention(ans, example.query)
-    if _has_cue(ans) and not contained and concludes_declining and (coverage.share or 0.0) < 0.5:
+    declines = _has_cue(ans) or bool(view.declines)
+    if declines and not contained and concludes_declining and (coverage.share or 0.0) < 0.5:
         where = (
             "" if view.final_from == "whole answer" else f" in its conclusion ({view.final_from})"
         )
@@ -693,10 +705,18 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
         if in_final.answer:
             said = in_final
             # a date the answer states anywhere is not contradicted by the conclusion's
-            # summary of it ("between July and August 2021"); an amount is
-            gt_dates = {d.raw for d in extract_dates(gt)}
+            # summary of it ("between July and August 2021" for 30 June - 1 September) --
+            # but it is by another year ("成立于4622年"); an amount always is
+            gt_dates = extract_dates(gt)
+            gt_raw = {d.raw for d in gt_dates}
+            final_dates = [
+                a for a in extract_dates(committed) if not any(dates_match(g, a) for g in gt_dates)
+            ]
+            summary = all(any(_near_date(a, g) for g in gt_dates) for a in final_dates)
             kept = tuple(
-                v for v in in_final.contradicted if not (v in gt_dates and v in values.stated)
+                v
+                for v in in_final.contradicted
+                if not (v in gt_raw and v in values.stated and summary)
             )
             values = replace(values, contradicted=kept, listed=in_final.listed)
     if values.contradicted:  # decided without tokenizing: a different number or date

@@ -44,6 +44,17 @@ _CITATIONS = re.compile(
     r"(?:\d{1,3}|[A-Z]))*\s*[\]】)）]",
     re.IGNORECASE,
 )
+# "Document 2 says …", "文档3显示…": a label's number is no value of the answer
+_DOC_LABEL = re.compile(
+    r"\b((?:[Dd]oc(?:ument)?|DOC|[Pp]assage|[Ss]ource|[Cc]hunk|[Ee]xcerpt)s?)[ \t]*#?[ \t]*\d{1,3}\b|"
+    r"(文档|文件|资料|段落|片段|来源)[ \t]*\d{1,3}(?!\d)"
+)
+
+
+def _label_only(m: re.Match[str]) -> str:
+    return m.group(1) or m.group(2) or ""
+
+
 _MD_LINE = re.compile(
     r"^[ \t]*(?:#{1,6}[ \t]+|>[ \t]*|(?:[-*+•·]|\d{1,2}[.)、]|[（(]\d{1,2}[)）])[ \t]+)"
 )
@@ -67,6 +78,7 @@ def clean_answer(answer: str) -> str:
         if "|" in line:
             line = line.strip().strip("|").replace("|", ",")
         line = _CITATIONS.sub("", line)
+        line = _DOC_LABEL.sub(_label_only, line)
         if "  " in line or "\t" in line:  # else every run is one space already
             line = _SPACES.sub(" ", line)
         lines.append(line.strip())
@@ -106,6 +118,7 @@ _ZH_DECLINE = re.compile(
     r"(?:没有|未|并未|并没有|未能|均未|都未|均没有|都没有)(?:直接|明确|具体)?"
     r"(?:提供|提到|提及|说明|明确|给出|找到|涉及|披露|记载|包含|显示|列出|描述|记录)|"
     r"(?:没有|缺乏|缺少|无)(?:相关|足够|具体|明确|关于)?(?:的)?(?:信息|资料|数据|内容|记录|说明|描述)|"
+    r"(?:没有|缺乏|缺少|无|未见)(?:关于|有关|涉及)[^，。；！？,.;]{1,30}?的?(?:信息|资料|数据|内容|记录|说明|描述)|"
     r"信息(?:不足|不够|有限)|找不到|未知|不得而知"
 )
 # a guess after declining: the answer commits to a candidate it says it cannot support

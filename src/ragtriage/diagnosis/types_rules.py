@@ -303,7 +303,8 @@ def _chunking_tests(ctx: CaseContext, found: _Found) -> None:
     # ---- the extension of the stage cascade (stage.py): the GT chunks' shape
     for finding in chunk_shape_findings(trace, ctx.gt_chunk_ids, ctx.config or _DEFAULTS):
         found.add(E.E1 if finding.kind == "over" else E.E2, 0.8, finding.note)
-    gt_docs = {c.doc_id for c in gt} or set(groups)
+    # in first-seen order (a set's order follows the hash seed, and so did the scores)
+    gt_docs = list(dict.fromkeys(c.doc_id for c in gt)) or list(groups)
     doc_texts_all = (
         gt_doc_texts(trace)
         if trace.gt_doc_chunks
