@@ -40,6 +40,7 @@ from ragtriage.diagnosis.alignment import (
     fact_swaps,
     substituted_names,
 )
+from ragtriage.diagnosis.answer_styles import answer_view
 from ragtriage.diagnosis.concepts import gt_doc_texts
 from ragtriage.diagnosis.facts import (
     DateMention,
@@ -846,7 +847,9 @@ class _Gen:
 
     @cached_property
     def answer(self) -> str:
-        return self.ctx.trace.answer
+        """The answer as the answer evaluation read it: markdown, citations and document
+        labels removed (one reading of a long answer, shared with its caches)."""
+        return answer_view(self.ctx.trace.answer).text
 
     @cached_property
     def gt(self) -> str:
