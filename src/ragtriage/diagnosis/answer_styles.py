@@ -90,13 +90,16 @@ def clean_answer(answer: str) -> str:
 _EN_DECLINE = re.compile(
     r"\b(?:"
     r"i\s+(?:do\s*n[o']?t|don't|cannot|can't)\s+(?:know|say|tell|find|answer|determine)"
-    r"|i\s*(?:'m|am)\s+(?:not\s+sure|unable)"
+    r"|i\s*(?:'m|am)\s+(?:not\s+sure|unable|sorry)"
+    r"|(?:not|insufficient|no)\s+(?:enough\s+)?(?:sufficient\s+)?(?:relevant\s+)?"
+    r"(?:context|info)"
     r"|(?:no|not\s+(?:any|enough)|insufficient|lack\s+of|without)\s+(?:sufficient\s+|specific\s+|"
     r"relevant\s+|explicit\s+|further\s+|direct\s+|detailed\s+|such\s+)*"
     r"(?:information|info|data|details|evidence|mention|indication|record|figures?)"
     r"|(?:is|are|was|were|has\s+been|have\s+been)\s+not\s+(?:explicitly\s+|directly\s+|clearly\s+|"
     r"specifically\s+)?(?:mentioned|stated|specified|provided|given|available|found|included|"
-    r"addressed|disclosed|described|reported|covered|listed|detailed|known)"
+    r"addressed|disclosed|described|reported|covered|listed|detailed|known|clear|indicated|"
+    r"contained|present)"
     r"|(?:does|do|did)\s*(?:n't|\s+not)\s+(?:explicitly\s+|directly\s+|specifically\s+|clearly\s+)?"
     r"(?:provide|mention|specify|contain|include|state|say|give|indicate|disclose|address|"
     r"describe|offer|cover|report|discuss|list|detail|reference)"
@@ -106,7 +109,7 @@ _EN_DECLINE = re.compile(
     r"not\s+possible\s+to)\s+(?:be\s+)?(?:(?:reliably|accurately|definitively|fully|"
     r"directly)\s+)?(?:answer|determin|find|infer|conclud|identif|say|tell|know|provid|"
     r"verif|confirm|establish|ascertain|compar)\w*"
-    r"|unanswerable|no\s+answer"
+    r"|unanswerable|no\s+answer|unknown|not\s+known"
     r"|there\s+(?:is|are)\s+no\s+(?:specific\s+|explicit\s+|relevant\s+|available\s+)?"
     r"(?:information|mention|data|record|evidence|details?|indication)"
     r")\b",
@@ -114,12 +117,12 @@ _EN_DECLINE = re.compile(
 )
 _ZH_DECLINE = re.compile(
     r"(?:无法|不能|难以)(?:[^，。；！？,.;]{0,12}?)(?:回答|确定|得知|判断|知道|提供|找到|获取|获得|得出|"
-    r"给出|确认|比较|断定)|无法从|无从|不知道|不清楚|不确定|"
+    r"给出|确认|比较|断定|获知|知晓|作答)|无法从|无从|不知道|不清楚|不确定|"
     r"(?:没有|未|并未|并没有|未能|均未|都未|均没有|都没有)(?:直接|明确|具体)?"
     r"(?:提供|提到|提及|说明|明确|给出|找到|涉及|披露|记载|包含|显示|列出|描述|记录)|"
     r"(?:没有|缺乏|缺少|无)(?:相关|足够|具体|明确|关于)?(?:的)?(?:信息|资料|数据|内容|记录|说明|描述)|"
     r"(?:没有|缺乏|缺少|无|未见)(?:关于|有关|涉及)[^，。；！？,.;]{1,30}?的?(?:信息|资料|数据|内容|记录|说明|描述)|"
-    r"信息(?:不足|不够|有限)|找不到|未知|不得而知"
+    r"信息(?:不足|不够|有限)|找不到|未知|不得而知|不详"
 )
 # a guess after declining: the answer commits to a candidate it says it cannot support
 _GUESS = re.compile(
