@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis.answer_checks import (
+    choice_conflict,
     clauses,
     compound_durations,
     direction_flips,
+    entity_value_conflict,
     order_conflict,
     slot_conflict,
 )
@@ -156,3 +158,83 @@ def test_a_rounded_value_marked_approximate_is_no_conflict() -> None:
     assert label_of("What share?", gt, rounded) is not AnswerLabel.INCORRECT
     wrong = "USD 291.0 million of USD 842.6 million, that is 45% of turnover."
     assert label_of("What share?", gt, wrong) is AnswerLabel.INCORRECT
+
+
+# -- two-way comparisons and one entity's amount ------------------------------------------
+
+_RIVERS = "Which river is longer, the Danube or the Rhine?"
+
+
+def test_reversed_comparison_is_a_conflict_en() -> None:
+    gt = "The Danube, at about 2,850 km; the Rhine is about 1,230 km long."
+    wrong = "The Rhine is longer, at 1,230 km, while the Danube runs 2,850 km."
+    right = "The Danube is longer than the Rhine (2,850 km against 1,230 km)."
+    c = choice_conflict(_RIVERS, gt, wrong)
+    assert c is not None and c.expected == "the Danube" and c.found == "the Rhine"
+    assert choice_conflict(_RIVERS, gt, right) is None
+    # the option after "than"/"compared with" is not the answer's pick
+    assert choice_conflict(_RIVERS, gt, "Compared with the Rhine, the Danube is longer.") is None
+    assert label_of(_RIVERS, gt, wrong) is AnswerLabel.INCORRECT
+
+
+def test_comparison_in_the_opposite_sense_is_not_read_as_a_pick() -> None:
+    q = "Who joined the board earlier, Priya Raman or Tomas Lind?"
+    # the ground truth opens with the other option and says "later than"
+    gt = "Tomas Lind joined in 2019, later than Priya Raman, who joined in 2015."
+    assert choice_conflict(q, gt, "Priya Raman joined earlier, in 2015.") is None
+    assert choice_conflict(q, "Priya Raman, in 2015.", "Tomas Lind joined earlier.") is not None
+
+
+def test_reversed_comparison_zh() -> None:
+    q = "星河医药和蓝海电子哪家公司的营收更高？"
+    gt = "蓝海电子营收为12亿元，高于星河医药的9亿元。"
+    c = choice_conflict(q, gt, "星河医药的营收更高，为9亿元。")
+    assert c is not None and c.expected == "蓝海电子" and not c.about_time
+    assert choice_conflict(q, gt, "蓝海电子更高（12亿元对9亿元）。") is None
+    assert choice_conflict(q, gt, "星河医药比蓝海电子营收高。") is not None
+    assert choice_conflict(q, gt, "星河医药比蓝海电子营收低。") is None
+
+
+def test_no_choice_without_two_options_or_a_comparative() -> None:
+    assert choice_conflict("Where was the Danube or the Rhine named?", "x", "y") is None
+    assert choice_conflict("How long is the Danube?", "2,850 km", "1,230 km") is None
+
+
+def test_one_entitys_amount_replaced_while_the_other_is_right() -> None:
+    q = "How many beds do Harlow General and Eastbrook Clinic have?"
+    gt = "Harlow General has 420 beds; Eastbrook Clinic has 420 beds as well."
+    wrong = "Harlow General has 420 beds. Eastbrook Clinic has 240 beds."
+    c = entity_value_conflict(q, gt, wrong)
+    assert c is not None and c.found.startswith("240") and "Eastbrook" in c.entity
+    assert entity_value_conflict(q, gt, "Both have 420 beds: Harlow General and Eastbrook.") is None
+    assert label_of(q, gt, wrong) is AnswerLabel.INCORRECT
+    assert label_of(q, gt, "Harlow General has 420 beds and Eastbrook Clinic has 420 beds.") is (
+        AnswerLabel.CORRECT
+    )
+
+
+def test_another_amount_of_another_slot_is_no_conflict() -> None:
+    q = "Which had more staff in 2022, Harlow General or Eastbrook Clinic?"
+    gt = "Harlow General employed 900 staff; Eastbrook Clinic employed 350 staff."
+    # a different slot (beds, not staff) and a declining clause are left alone
+    answer = (
+        "Harlow General employed 900 staff. Eastbrook Clinic has 120 beds, but its staff "
+        "count of 500 is not stated in the documents."
+    )
+    assert entity_value_conflict(q, gt, answer) is None
+
+
+def test_hedged_wording_is_only_possibly_correct_unless_the_truth_hedges_too() -> None:
+    q = "What does the drug do?"
+    gt = "It lowers blood pressure by relaxing the arteries."
+    hedged = "It seems to lower blood pressure, probably by relaxing the arteries."
+    assert label_of(q, gt, hedged) is AnswerLabel.POSSIBLE_CORRECT
+    gt2 = "It may lower blood pressure by relaxing the arteries."
+    assert label_of(q, gt2, "It may lower blood pressure by relaxing the arteries.") is (
+        AnswerLabel.CORRECT
+    )
+    # "more likely" is a comparison, not a hedge
+    gt3 = "Smokers are more likely to develop the disease."
+    assert label_of("Who is at risk?", gt3, "Smokers are more likely to develop it.") is (
+        AnswerLabel.CORRECT
+    )

@@ -8,6 +8,8 @@ present but tied to each other wrongly.
 | :func:`compound_durations` | "2 hours and 10 minutes" also stands for 130 minutes (and years + months) | a converted duration read as a conflict |
 | :func:`order_conflict` | an ordering question ("which came first", "按时间先后") whose answer lists the ground truth's dated events in another order | a wrong sequence with every date right |
 | :func:`slot_conflict` | an uncovered keypoint whose wording ("began in …") the answer repeats with another name or number | "began in Salt Lake City" for "began in St. Joseph" |
+| :func:`choice_conflict` | a two-way comparison question ("which was founded earlier, A or B?", "A和B哪家更早") whose ground truth picks one option and whose answer picks the other (the option named in the clause with the question's comparative, not the one after "than"/"于"/"比") | a reversed comparison with both facts right |
+| :func:`entity_value_conflict` | a question about several named entities: an answer clause gives one entity another amount of the same unit than the ground-truth clause about it with the same wording | "$200 million" for the second company when the right "$20 million" is stated for the first |
 
 Pure and linear in the texts' length.
 """
@@ -19,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
+from ragtriage.diagnosis.answer_styles import declining_sentence
 from ragtriage.diagnosis.facts import (
     DateMention,
     Quantity,
@@ -30,10 +33,14 @@ from ragtriage.diagnosis.facts import (
 from ragtriage.text import content_tokens, normalize
 
 __all__ = [
+    "ChoiceConflict",
+    "EntityValueConflict",
     "SlotConflict",
+    "choice_conflict",
     "clauses",
     "compound_durations",
     "direction_flips",
+    "entity_value_conflict",
     "names_of",
     "order_conflict",
     "slot_conflict",
@@ -219,4 +226,294 @@ def slot_conflict(keypoint: str, answer: str, query: str = "") -> SlotConflict |
                 same_unit = [c for c in cq if any(c.unit == k.unit for k in kq)]
                 if same_unit:
                     return SlotConflict(keypoint, clause, kq[0].raw, same_unit[0].raw)
+    return None
+
+
+# -- the other option of a two-way question ---------------------------------------------
+
+#: "…, A or B?" (options after a comma/colon, or right after the question word)
+_OR_EN = re.compile(
+    r"(?:^|[,:;]\s*|\b(?:between|did|does|do|is|was|were|has|had)\s+)"
+    r"([^,:;?]+?)\s+or\s+([^,:;?]+?)\s*(?=[,:;?]|$)",
+    re.IGNORECASE,
+)
+#: "A还是B", "A和B(相比)，哪…/谁…"
+_OR_ZH = re.compile(
+    r"([^，,：:；;？?。]{2,24}?)(?:还是|与|和|跟)([^，,：:；;？?。]{2,24}?)"
+    r"(?:相比)?[，,]?\s*(?=哪|谁|[？?]|$)"
+)
+_Q_LEAD = re.compile(
+    r"^(?:which|who|what|whose|did|does|do|is|was|were|has|had|between)\s+", re.IGNORECASE
+)
+#: comparative words of a question ("earlier", "more", "更早", "较高")
+_COMPARATIVE = re.compile(
+    r"\b(?:\w{3,}er|more|less|fewer|most|least|first|last|best|worst|before|after|longest|"
+    r"shortest|earliest|latest|largest|smallest|highest|lowest)\b|[更较最][\u4e00-\u9fff]|先|后",
+    re.IGNORECASE,
+)
+_TIME_CUES = re.compile(
+    r"\b(?:earl\w*|lat(?:er|est)|first|last|before|after|older|oldest|newer|newest|sooner|"
+    r"longer|longest|shorter|shortest)\b|早|晚|先|后|久",
+    re.IGNORECASE,
+)
+_NOT_COMPARATIVE = frozenset(
+    {
+        "other",
+        "another",
+        "either",
+        "whether",
+        "under",
+        "over",
+        "after",
+        "never",
+        "ever",
+        "answer",
+        "number",
+        "member",
+        "order",
+        "together",
+        "however",
+        "further",
+        "per",
+        "quarter",
+        "register",
+        "offer",
+        "matter",
+        "letter",
+        "paper",
+        "water",
+        "power",
+    }
+)
+_ZH_COMMA = re.compile(r"[，、]")
+#: comparatives of the opposite sense: a text that uses one picks by negation ("later
+#: than Saxby"), so its opening option is not its pick
+_OPPOSITE = {
+    "earlier": "later",
+    "earliest": "latest",
+    "first": "last",
+    "before": "after",
+    "more": "less",
+    "most": "least",
+    "higher": "lower",
+    "highest": "lowest",
+    "larger": "smaller",
+    "largest": "smallest",
+    "longer": "shorter",
+    "longest": "shortest",
+    "older": "newer",
+    "bigger": "smaller",
+    "greater": "smaller",
+    "早": "晚",
+    "先": "后",
+    "多": "少",
+    "高": "低",
+    "大": "小",
+    "长": "短",
+}
+_OPPOSITE.update({v: k for k, v in list(_OPPOSITE.items())})
+#: organisation tails dropped when looking a Chinese option up in a text
+_ZH_OPTION_TAIL = re.compile(r"(?:股份)?(?:有限)?(?:责任)?(?:公司|集团)$")
+
+
+@dataclass(frozen=True, slots=True)
+class ChoiceConflict:
+    """The answer picks the other option of a two-way question ("which was founded
+    earlier, A or B?")."""
+
+    expected: str
+    found: str
+    #: the comparison is about time (earlier, longer, 先) rather than amount
+    about_time: bool
+
+
+_NAME_RUN = re.compile(r"^[A-Z][\w.'-]*(?:\s+(?:(?:of|de|&|and)\s+)?[A-Z][\w.'-]*)*")
+
+
+def _name_part(option: str) -> str:
+    """ "Lanning receive the longer sentence" -> "Lanning": an option that opens with a
+    name is that name."""
+    m = _NAME_RUN.match(option)
+    return m.group() if m is not None else option
+
+
+def _options(query: str) -> tuple[str, str] | None:
+    m = _OR_EN.search(query)
+    if m is not None:
+        a, b = (_name_part(_Q_LEAD.sub("", g.strip()).strip()) for g in m.groups())
+        if a and b and len(a.split()) <= 6 and len(b.split()) <= 6:
+            return a, b
+    m = _OR_ZH.search(query)
+    if m is not None:
+        a, b = m.group(1).strip(), m.group(2).strip()
+        if a and b:
+            return a, b
+    return None
+
+
+def _keys(option: str, other: str) -> tuple[str, ...]:
+    """What identifies ``option`` in a text: its words the other option lacks (English),
+    or the option without its organisation tail (Chinese)."""
+    if any("\u4e00" <= ch <= "\u9fff" for ch in option):
+        core = _ZH_OPTION_TAIL.sub("", option)
+        return (normalize(core),) if len(core) >= 2 else (normalize(option),)
+    theirs = set(content_tokens(other))
+    return tuple(t for t in content_tokens(option) if t not in theirs and len(t) > 2)
+
+
+def _mentioned(keys: tuple[str, ...], text: str) -> bool:
+    if not keys:
+        return False
+    if len(keys) == 1 and not keys[0].isascii():
+        return keys[0] in normalize(text)
+    return bool(set(keys) & set(content_tokens(text)))
+
+
+#: what introduces the option a comparison is made against ("earlier than B", "早于B")
+_AGAINST = re.compile(
+    r"(?:\b(?:than|versus|vs\.?|compared\s+(?:with|to)|against)|于|比|相比|对比|较)\s*$",
+    re.IGNORECASE,
+)
+
+
+def _named_as_pick(keys: tuple[str, ...], clause: str) -> bool:
+    """``keys`` are mentioned in ``clause`` other than as what it is compared against."""
+    low = clause.lower()
+    for key in keys:
+        pattern = re.escape(key) if not key.isascii() else rf"\b{re.escape(key)}\b"
+        for m in re.finditer(pattern, low):
+            if not _AGAINST.search(low[max(0, m.start() - 16) : m.start()]):
+                return True
+    return False
+
+
+def _chosen(
+    text: str, keys: tuple[tuple[str, ...], tuple[str, ...]], cues: set[str], *, lead: bool
+) -> int:
+    """Which option (0/1) ``text`` picks: the only option named in a clause that holds
+    one of the question's comparative words; else, with ``lead``, the option the text
+    opens with; else the only option the text names at all. -1 when it cannot tell."""
+    parts = [p for c in clauses(text) for p in _ZH_COMMA.split(c) if p.strip()]
+    for clause in parts:
+        low = clause.lower()
+        if not any(c in low for c in cues):
+            continue
+        named = [i for i in (0, 1) if _named_as_pick(keys[i], clause)]
+        if len(named) == 1:
+            return named[0]
+    opposites = {_OPPOSITE[c] for c in cues if c in _OPPOSITE}
+    low_text = text.lower()
+    if any(
+        (o in low_text) if not o.isascii() else re.search(rf"\b{o}\b", low_text) for o in opposites
+    ):
+        return -1
+    if parts and lead:
+        head = parts[0]
+        opening = " ".join(head.split()[:3]) if head.isascii() else head[:8]
+        named = [i for i in (0, 1) if _mentioned(keys[i], opening)]
+        if len(named) == 1:
+            return named[0]
+    named = [i for i in (0, 1) if _mentioned(keys[i], text)]
+    return named[0] if len(named) == 1 else -1
+
+
+def choice_conflict(query: str, ground_truth: str, answer: str) -> ChoiceConflict | None:
+    """For a two-way comparison question ("Which company was founded earlier, A or B?",
+    "A和B哪家更早成立？"): the ground truth picks one option and the answer the other.
+    Undecided on either side (both named in the deciding clause, no comparative word, no
+    leading option) is no conflict."""
+    options = _options(query)
+    if options is None:
+        return None
+    cues = {
+        # "更早" -> "早": a Chinese answer says "早于" / "最早" as often as "更早"
+        m.group().lower().lstrip("更较最")
+        for m in _COMPARATIVE.finditer(query)
+        if m.group().lower() not in _NOT_COMPARATIVE
+    }
+    if not cues:
+        return None
+    keys = (_keys(options[0], options[1]), _keys(options[1], options[0]))
+    if not keys[0] or not keys[1]:
+        return None
+    # a ground truth opens with its pick ("Saxby, founded in 1946; …"); an answer may
+    # open with either ("Compared with Kestrel, Saxby …")
+    want = _chosen(ground_truth, keys, cues, lead=True)
+    got = _chosen(answer, keys, cues, lead=False)
+    if want < 0 or got < 0 or want == got:
+        return None
+    return ChoiceConflict(
+        expected=options[want],
+        found=options[got],
+        about_time=any(_TIME_CUES.search(c) for c in cues),
+    )
+
+
+# -- one entity's number replaced --------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class EntityValueConflict:
+    entity: str
+    expected: str
+    found: str
+    clause: str
+
+
+def entity_value_conflict(
+    query: str, ground_truth: str, answer: str, *, skip: Sequence[Quantity] = ()
+) -> EntityValueConflict | None:
+    """For a question about two or more named entities: a clause of the answer gives one
+    of them an amount of the same kind (unit) as a ground-truth clause about it with the
+    same wording, and no amount of that clause ("Fabrikon … reducing its liabilities by
+    $200 million" for "Fabrikon … also reducing liabilities by $20 million"). Catches a
+    wrong number when the right one is stated for the other entity. ``skip``: answer
+    amounts not to count (derived differences, rounded values)."""
+    from ragtriage.diagnosis.facts import quantities_match
+
+    entities = list(dict.fromkeys(names_of(query)))
+    if len(entities) < 2:
+        return None
+    keys = [_keys(e, " ".join(o for o in entities if o != e)) for e in entities]
+
+    def about(clause: str) -> int:
+        named = [i for i, k in enumerate(keys) if _mentioned(k, clause)]
+        return named[0] if len(named) == 1 else -1
+
+    def slot_words(clause: str, who: int) -> set[str]:
+        own = set(content_tokens(entities[who]))
+        return {
+            t for t in content_tokens(clause) if not any(ch.isdigit() for ch in t) and t not in own
+        }
+
+    gt_slots = []
+    for clause in clauses(ground_truth):
+        who = about(clause)
+        gq = extract_quantities(clause)
+        if who >= 0 and gq:
+            gt_slots.append((who, gq, slot_words(clause, who)))
+    if not gt_slots:
+        return None
+    skipped = {(q.start, q.end) for q in skip}
+    offset = 0
+    for clause in clauses(answer):
+        start = answer.find(clause, offset)
+        offset = max(offset, start)
+        aq = [
+            q for q in extract_quantities(clause) if (start + q.start, start + q.end) not in skipped
+        ]
+        who = about(clause) if aq and not declining_sentence(clause) else -1
+        if who < 0:
+            continue
+        words = slot_words(clause, who)
+        for g_who, gq, g_words in gt_slots:
+            units = {q.unit for q in gq}
+            if g_who != who or not (words & g_words) - units:
+                continue
+            if any(quantities_match(g, a) for g in gq for a in aq):
+                continue  # the clause states the ground truth's amount
+            for a in aq:
+                same = [g for g in gq if g.unit == a.unit]
+                if same:
+                    return EntityValueConflict(entities[who], same[0].raw, a.raw, clause)
     return None

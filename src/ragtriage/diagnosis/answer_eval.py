@@ -29,9 +29,11 @@ from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis._calls import LLMCalls
 from ragtriage.diagnosis.alignment import fact_swaps, substituted_names
 from ragtriage.diagnosis.answer_checks import (
+    choice_conflict,
     clauses,
     compound_durations,
     direction_flips,
+    entity_value_conflict,
     names_of,
     order_conflict,
     slot_conflict,
@@ -733,6 +735,33 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
     order = order_conflict(example.query, gt, ans)
     if order is not None:
         return _judgement(example, AnswerLabel.INCORRECT, order, "order")
+    choice = choice_conflict(example.query, gt, committed)
+    if choice is not None:
+        return _judgement(
+            example,
+            AnswerLabel.INCORRECT,
+            f"picks {choice.found!r} where the ground truth picks {choice.expected!r}",
+            "choice_time" if choice.about_time else "choice",
+        )
+    gt_quantities = extract_quantities(gt)
+    replaced = entity_value_conflict(
+        example.query,
+        gt,
+        committed,
+        skip=[
+            q
+            for q in extract_quantities(committed)
+            if _derived(committed, q) or _approximates(committed, q, gt_quantities)
+        ],
+    )
+    if replaced is not None:
+        return _judgement(
+            example,
+            AnswerLabel.INCORRECT,
+            f"states {replaced.found!r} for {replaced.entity!r} where the ground truth has "
+            f"{replaced.expected!r} ({replaced.clause[:80]!r})",
+            "entity_value",
+        )
     facts = answer_facts(ans, gt, example.keypoints, values=values, query=example.query)
     if facts.keypoint_coverage is not None and facts.keypoint_coverage < 1.0:
         for point in example.keypoints:
@@ -840,7 +869,7 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             label = AnswerLabel.POSSIBLE_CORRECT
             reasons.append(f"{hit}/{n_facts} key facts present")
             rule = "key_facts"
-    if label is AnswerLabel.CORRECT and (view.final_declines or _HEDGE.search(view.final)):
+    if label is AnswerLabel.CORRECT and (view.final_declines or _hedges(view.final, gt)):
         label = AnswerLabel.POSSIBLE_CORRECT
         reasons.append("hedged")
         rule = "hedged"
@@ -860,10 +889,19 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
 
 
 _HEDGE = re.compile(
-    r"\b(?:maybe|perhaps|possibly|might|may\s+(?:be|have)|not\s+(?:sure|certain)|"
-    r"unclear|uncertain)\b|可能|也许|大概|或许|不确定",
+    r"\b(?:maybe|perhaps|possibly|probably|presumably|apparently|(?<!more\s)(?<!less\s)(?<!most\s)likely|might|"
+    r"may\s+(?:be|have)|seems?|seemingly|appears?\s+to|it\s+appears|not\s+(?:sure|certain)|"
+    r"I\s+(?:think|believe|guess|suspect)|unclear|uncertain)\b|可能|也许|大概|或许|似乎|好像|"
+    r"估计|不确定",
     re.IGNORECASE,
 )
+
+
+def _hedges(text: str, ground_truth: str) -> bool:
+    """``text`` hedges with a word the ground truth does not use itself (a ground truth
+    that says "may cause" is restated, not hedged)."""
+    low_gt = ground_truth.lower()
+    return any(m.group().lower() not in low_gt for m in _HEDGE.finditer(text))
 
 
 def _show(values: tuple[str, ...]) -> str:

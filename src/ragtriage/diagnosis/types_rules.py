@@ -1717,6 +1717,17 @@ def _gen_residual(g: _Gen, found: _Found) -> None:
 _ANSWER_RULE_TYPES: Mapping[str, tuple[ErrorType, float, str]] = MappingProxyType(
     {
         "order": (E.E15, 0.75, "the answer puts the ground truth's dated events in another order"),
+        "choice_time": (
+            E.E15,
+            0.7,
+            "the answer picks the other option of a comparison in time (earlier/later, longer)",
+        ),
+        "choice": (E.E16, 0.6, "the answer picks the other option of a comparison of amounts"),
+        "entity_value": (
+            E.E16,
+            0.7,
+            "the answer gives one entity another amount than the ground truth gives it",
+        ),
         "partial_abstention": (
             E.E12,
             0.7,
