@@ -218,3 +218,14 @@ async def test_abstract_query_phrase_is_no_evidence_of_chunking() -> None:
     d = await Diagnoser("rules").diagnose(trace)
     assert d.stage is Stage.RETRIEVAL
     assert any("not scored" in e for e in d.evidence)
+
+
+def test_compared_entities_are_parts_with_with_and_parentheses() -> None:
+    from ragtriage.diagnosis.question_parts import question_parts
+
+    q = "Compare the revenue of Halden Shipping (2020) with that of Orvik Freight (2021)."
+    assert [p.text for p in question_parts(q)] == ["Halden Shipping", "Orvik Freight"]
+    q2 = "What were the losses of Halden Shipping (2020) and Orvik Freight (2021)?"
+    assert [p.text for p in question_parts(q2)] == ["Halden Shipping", "Orvik Freight"]
+    # outside a comparison, "with" does not join two things asked about
+    assert question_parts("How did Halden Shipping deal with Orvik Freight?") == ()

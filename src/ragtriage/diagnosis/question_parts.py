@@ -46,12 +46,23 @@ class QuestionPart:
     kind: Literal["entity", "clause"]
 
 
-_EN_COORD = re.compile(
-    r"^\s*(?:,\s*)?(?:(?:in|at|for|during|of|on)\s+(?:the\s+)?(?:[\w-]+\s+){0,3}?[\w-]+,?\s+)?"
-    r"(?:(?:and|or|vs\.?|versus|&|as\s+well\s+as|compared\s+(?:to|with))\s+)?(?:(?:that\s+of|those\s+of|the)\s+)?"
-    r"(?:,\s*)?$",
-    re.IGNORECASE,
-)
+def _en_coord(joiners: str) -> re.Pattern[str]:
+    return re.compile(
+        r"^\s*(?:,\s*)?(?:(?:in|at|for|during|of|on)\s+(?:the\s+)?(?:[\w-]+\s+){0,3}?[\w-]+,?\s+)?"
+        rf"(?:(?:{joiners})\s+)?(?:(?:that\s+of|those\s+of|the)\s+)?"
+        r"(?:,\s*)?$",
+        re.IGNORECASE,
+    )
+
+
+_EN_JOINERS = r"and|or|vs\.?|versus|&|as\s+well\s+as|compared\s+(?:to|with)"
+_EN_COORD = _en_coord(_EN_JOINERS)
+#: in a comparison ("Compare the profit of A with that of B") "with", "to" and
+#: "against" join the things compared
+_EN_COMPARE = re.compile(r"\bcompar(?:e|ed|ing|ison)\b", re.IGNORECASE)
+_EN_COORD_COMPARE = _en_coord(_EN_JOINERS + r"|with|to|against")
+#: a parenthesis after a name ("Stellar (2017) and …") does not break the run
+_PAREN = re.compile(r"^\s*[(（][^()（）]{0,24}[)）]")
 _ZH_COORD = re.compile(r"^\s*(?:和|与|及|以及|、|跟|同|或|或者|还是)\s*$")
 _EN_WH = re.compile(
     r"\b(?:what|when|where|who|whom|whose|which|why|how(?:\s+(?:many|much|long|often))?)\b",
@@ -95,7 +106,8 @@ def _coordinated(query: str, items: Sequence[str], coord: re.Pattern[str]) -> li
     run: list[str] = []
     prev_end = -1
     for start, end, item in spans:
-        if run and start >= prev_end and coord.match(query[prev_end:start]):
+        gap = _PAREN.sub("", query[prev_end:start]) if run else ""
+        if run and start >= prev_end and coord.match(gap):
             run.append(item)
         else:
             run = [item]
@@ -124,7 +136,8 @@ def question_parts(query: str) -> tuple[QuestionPart, ...]:
         names = list(dict.fromkeys([*names, *extract_concepts(query)]))
         entities = _coordinated(query, names, _ZH_COORD)
     else:
-        entities = _coordinated(query, names, _EN_COORD)
+        coord = _EN_COORD_COMPARE if _EN_COMPARE.search(query) else _EN_COORD
+        entities = _coordinated(query, names, coord)
     if entities:
         return tuple(QuestionPart(e, "entity") for e in entities)
     return tuple(QuestionPart(c, "clause") for c in _clauses(query))
