@@ -105,3 +105,51 @@ def test_flow_without_reranker() -> None:
     assert flow.not_forwarded == ("gd_0",) and flow.budget_dropped == ()
     assert flow.context_share == 0.0
     assert gt_flow(trace, []).context_share is None
+
+
+def test_reference_held_whole_by_a_context_chunk_is_generation() -> None:
+    """Chunk overlap: the reference lies whole in the chunk that reached the generator and
+    touches the next chunk, which was never retrieved. The evidence was in the context."""
+    from ragtriage.config import DiagnosisConfig
+    from ragtriage.diagnosis.stage import gt_flow, holding_chunks, stage_from_references
+    from ragtriage.records import Chunk, Example, Hit, Trace
+
+    ref = "The plant in Tarnow produced 4,200 tonnes of copper in 2020."
+    a = "Company history. " + ref + " Output then"
+    b = "Output then fell by a third in 2021 after the strike."
+    ex = Example(
+        example_id="q",
+        query="How much copper did Tarnow produce in 2020?",
+        answer="4,200 tonnes",
+        references=[ref],
+        doc_ids=["d"],
+    )
+    chunks = [
+        Chunk(chunk_id="d#0", doc_id="d", index=0, start=0, end=len(a), text=a),
+        Chunk(
+            chunk_id="d#1", doc_id="d", index=1, start=len(a) - 11, end=len(a) - 11 + len(b), text=b
+        ),
+    ]
+    trace = Trace(
+        trace_id="q",
+        run_id="r",
+        example=ex,
+        gt_doc_chunks=chunks,
+        chunks=chunks,
+        retrieved=[Hit(chunk_id="d#0", doc_id="d", rank=1, score=1.0)],
+        reranked=[Hit(chunk_id="d#0", doc_id="d", rank=1, score=1.0)],
+        context=["d#0"],
+        answer="3,200 tonnes",
+    )
+    cfg = DiagnosisConfig()
+    flow = gt_flow(trace, ["d#0", "d#1"])
+    assert holding_chunks(trace, trace.context) == ["d#0"]
+    call = stage_from_references(trace, flow, cfg)
+    assert call is not None and call.stage is Stage.GENERATION
+    # off, or a reference that no context chunk holds whole: the paper's cascade decides
+    assert (
+        stage_from_references(trace, flow, cfg.model_copy(update={"reference_extension": False}))
+        is None
+    )
+    other = trace.model_copy(update={"example": ex.model_copy(update={"references": [ref, b]})})
+    assert stage_from_references(other, flow, cfg) is None

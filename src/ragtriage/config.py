@@ -188,6 +188,13 @@ class DiagnosisConfig(_Cfg):
         "entities whose context holds evidence for one and nothing about another failed at "
         "retrieval (E4) or reranking, before the generation step.",
     )
+    reference_extension: bool = Field(
+        default=True,
+        description="Extension of the stage cascade (not in RAGEC): when every located "
+        "reference sentence is held whole by a chunk of the generator's context, the stage is "
+        "generation, however few GT chunks (those that merely touch a reference at a chunk "
+        "boundary) reached it.",
+    )
     low_confidence: float = Field(
         default=0.5,
         ge=0,

@@ -26,6 +26,7 @@ from ragtriage.calibrate._names import (
     query_entities,
 )
 from ragtriage.calibrate._parts import FaultyReranker, FaultyRetriever, PipelineParts
+from ragtriage.diagnosis.stage import holding_chunks
 from ragtriage.groundtruth import chunks_overlapping, gt_chunks_from_references
 from ragtriage.records import Chunk, Document, Example, Hit, Trace
 from ragtriage.text import content_tokens, detect_language, token_spans
@@ -95,6 +96,10 @@ def _cascade_problem(trace: Trace, gt_ids: Sequence[str], *, reranking: bool) ->
     in_context = sum(1 for g in gt_ids if g in context)
     if in_context / len(gt_ids) > 0.5:
         return "more than half of the ground-truth chunks still reached the generator"
+    if holding_chunks(trace, trace.context) is not None:
+        # the cut GT chunks only touched a reference at a chunk boundary: the evidence
+        # is still in front of the generator, so there is no upstream fault
+        return "every reference sentence is still held whole by a chunk of the context"
     dropped = [g for g in gt_ids if g in retrieved and g not in context]
     if reranking and not dropped:
         return "no ground-truth chunk was retrieved and then filtered out"
@@ -123,6 +128,12 @@ def _drop_set(base: Base, rng: random.Random) -> list[str]:
                 break
             out.extend(by_doc[d])
         return out
+    # the chunks that hold the evidence go first: cutting a chunk that only touches a
+    # reference at its boundary removes nothing the generator needs
+    holders = list(dict.fromkeys(holding_chunks(base.trace, gts) or []))
+    if holders and len(holders) <= need:
+        rest = [g for g in gts if g not in holders]
+        return holders + rng.sample(rest, need - len(holders))
     return rng.sample(gts, need)
 
 
@@ -573,7 +584,12 @@ async def rerank_noise(base: Base, parts: PipelineParts, rng: random.Random) -> 
     k = parts.config.rerank.top_k
     if k < keep_n + 1:
         return "the reranker keeps too few chunks"
-    keep = set(rng.sample(list(base.gt_ids), keep_n))
+    # keep chunks that do not hold the evidence whole where there are enough of them:
+    # a kept chunk holding every reference sentence leaves no upstream fault
+    holders = set(holding_chunks(base.trace, base.gt_ids) or [])
+    others = [g for g in base.gt_ids if g not in holders]
+    pool = others if len(others) >= keep_n else list(base.gt_ids)
+    keep = set(rng.sample(pool, keep_n))
     gt = set(base.gt_ids)
     docs = set(_gt_docs(base))
 

@@ -51,6 +51,7 @@ from ragtriage.diagnosis.concepts import gt_doc_texts
 from ragtriage.diagnosis.question_parts import PartFlow, mentions_part, part_flows, question_parts
 from ragtriage.groundtruth import locate_reference
 from ragtriage.records import Chunk, Stage, Trace
+from ragtriage.text import content_tokens
 
 __all__ = [
     "ChunkShapeFinding",
@@ -60,10 +61,12 @@ __all__ = [
     "chunk_shape_findings",
     "classify_stage",
     "gt_flow",
+    "holding_chunks",
     "stage_from_chunk_shape",
     "stage_from_coverage",
     "stage_from_flow",
     "stage_from_parts",
+    "stage_from_references",
     "starved_parts",
 ]
 
@@ -187,6 +190,61 @@ def stage_from_parts(trace: Trace, gt_ids: Sequence[str]) -> StageCall | None:
         f"no chunk about {name!r} reached the generator: its ground-truth chunk(s) "
         f"({', '.join(f.gt_chunks[:3])}) were never retrieved, while the other entity's "
         "evidence was",
+    )
+
+
+#: a reference counts as held by a context chunk when the chunk has this share of its
+#: content words (and every number of it)
+_REFERENCE_HELD = 0.9
+
+
+def holding_chunks(trace: Trace, chunk_ids: Sequence[str]) -> list[str] | None:
+    """For each located reference sentence of the example, the first of ``chunk_ids``
+    that holds it whole (``_REFERENCE_HELD`` of its content words and every number);
+    ``None`` when some reference is held by none of them (or there are no references)."""
+    refs = [r for r in trace.example.references if r.strip()]
+    if not refs:
+        return None
+    cm = trace.chunk_map()
+    bags = [(c, set(content_tokens(cm[c].text))) for c in chunk_ids if c in cm]
+    out: list[str] = []
+    for ref in refs:
+        need = set(content_tokens(ref))
+        numbers = {t for t in need if any(ch.isdigit() for ch in t)}
+        holder = next(
+            (
+                c
+                for c, bag in bags
+                if need and numbers <= bag and len(need & bag) >= _REFERENCE_HELD * len(need)
+            ),
+            None,
+        )
+        if holder is None:
+            return None
+        out.append(holder)
+    return out
+
+
+def stage_from_references(trace: Trace, flow: GTFlow, config: DiagnosisConfig) -> StageCall | None:
+    """Extension before step 1 (``reference_extension``): every located reference
+    sentence is held whole by one chunk of the generator's context, yet no more than
+    ``generator_gt_share`` of the GT chunks reached it -- the others only touch a
+    reference at a chunk boundary, or repeat it through chunk overlap. The evidence was
+    in front of the generator: generation. ``None`` otherwise."""
+    if not config.reference_extension or not flow.gt_ids:
+        return None
+    share = len(flow.in_context) / len(flow.gt_ids)
+    if share > config.generator_gt_share:
+        return None
+    held = holding_chunks(trace, trace.context)
+    if held is None:
+        return None
+    return StageCall(
+        Stage.GENERATION,
+        f"every reference sentence ({len(held)}) is held whole by a chunk of the generator's "
+        f"context ({', '.join(dict.fromkeys(held))}) although only {len(flow.in_context)}/"
+        f"{len(flow.gt_ids)} ground-truth chunks reached it (the others only touch a "
+        "reference at a chunk boundary)",
     )
 
 
@@ -397,7 +455,8 @@ def classify_stage(
     """The whole backward cascade for a known concept coverage."""
     flow = gt_flow(trace, gt_ids)
     early = (
-        stage_from_parts(trace, gt_ids)
+        stage_from_references(trace, flow, config)
+        or stage_from_parts(trace, gt_ids)
         or stage_from_flow(flow, config)
         or stage_from_chunk_shape(trace, flow, config)
     )

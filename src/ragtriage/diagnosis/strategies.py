@@ -35,6 +35,7 @@ from ragtriage.diagnosis.stage import (
     stage_from_coverage,
     stage_from_flow,
     stage_from_parts,
+    stage_from_references,
 )
 from ragtriage.diagnosis.types_llm import (
     parse_stage_check,
@@ -188,13 +189,17 @@ async def _ragec(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribut
     if missing is not None:
         return missing
     flow = gt_flow(trace, gt.ids)
-    # extension (see stage.py): one entity's evidence never reached the generator
-    parts = stage_from_parts(trace, gt.ids) if cfg.entity_extension else None
+    # extensions (see stage.py): the reference sentences were all in the context; one
+    # entity's evidence never reached the generator
+    held = stage_from_references(trace, flow, cfg)
+    parts = (
+        None if held is not None or not cfg.entity_extension else stage_from_parts(trace, gt.ids)
+    )
     if parts is not None and parts.stage is Stage.RETRIEVAL:
         # the entity's evidence was never retrieved; if the GT chunks' shape is at fault
         # (cut into small pieces, or oversized), chunking is the earlier cause
         parts = stage_from_chunk_shape(trace, flow, cfg) or parts
-    call = parts or stage_from_flow(flow, cfg)
+    call = held or parts or stage_from_flow(flow, cfg)
     cov: ConceptCoverage | None = None
     if call is None:  # chunking vs retrieval: only now are the concepts needed
         cov = await env.judges.concepts.concept_coverage(trace, gt.ids)
