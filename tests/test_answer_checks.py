@@ -238,3 +238,35 @@ def test_hedged_wording_is_only_possibly_correct_unless_the_truth_hedges_too() -
     assert label_of("Who is at risk?", gt3, "Smokers are more likely to develop it.") is (
         AnswerLabel.CORRECT
     )
+
+
+# -- abstention or partial abstention ---------------------------------------------------
+
+
+def test_answering_one_unnamed_part_then_declining_is_a_partial_abstention() -> None:
+    # the parts are described, not named, so no question part can be listed: what the
+    # answer states of the ground truth decides
+    q = "Which grew faster last year: the Danish brewer or the Polish rail operator?"
+    gt = "Nordhavn Bryg grew 9.3 %, faster than Koleje Mazur's 4.1 %."
+    answer = (
+        "Nordhavn Bryg's revenue grew 9.3% last year.\n\n"
+        "For the Polish rail operator the documents do not state the growth, so I cannot "
+        "say which grew faster."
+    )
+    assert label_of(q, gt, answer, ("Nordhavn 9.3%", "Mazur 4.1%")) is AnswerLabel.INCORRECT
+    # nothing of the ground truth stated: an abstention, however much else it says
+    other = (
+        "The documents describe Nordhavn Bryg's new bottling line and Koleje Mazur's fleet "
+        "of 40 trains.\n\nHowever, neither document gives last year's growth, so I cannot "
+        "compare them."
+    )
+    assert label_of(q, gt, other, ("Nordhavn 9.3%", "Mazur 4.1%")) is AnswerLabel.ABSTAIN
+
+
+def test_partial_abstention_zh_without_names_in_the_question() -> None:
+    q = "两家公司2022年的研发投入分别是多少？"
+    gt = "青禾生物研发投入为2.3亿元，岚山电气研发投入为1.1亿元。"
+    answer = "青禾生物2022年研发投入为2.3亿元。\n\n至于岚山电气，文档中没有提及其研发投入，因此无法回答。"
+    assert label_of(q, gt, answer) is AnswerLabel.INCORRECT
+    refuse = "文档介绍了两家公司的主营业务。\n\n但文档中没有提及两家公司的研发投入，因此无法回答。"
+    assert label_of(q, gt, refuse) is AnswerLabel.ABSTAIN

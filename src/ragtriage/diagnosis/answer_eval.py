@@ -614,6 +614,22 @@ def _outside(text: str, sentences: tuple[str, ...]) -> str:
     return out
 
 
+def _gt_facts_stated(example: Example, answer: str) -> tuple[str, ...]:
+    """The ground truth's numbers, dates and keypoints that ``answer`` states, other than
+    the ones the question itself gives ("2021")."""
+    nq = normalize(example.query)
+    values = _values(example.answer, answer)
+    out = [v for v in sorted(values.stated) if normalize(v) not in nq]
+    q_tokens = set(content_tokens(example.query))
+    for kp in example.keypoints:
+        bag = Counter(content_tokens(kp))
+        if set(bag) <= q_tokens:
+            continue
+        if _keypoint_in(kp, bag, answer):
+            out.append(kp)
+    return tuple(dict.fromkeys(out))
+
+
 def _committed(view: AnswerView) -> str:
     """The part of the answer that states the answer: the conclusion of a reasoning
     answer when it states something itself, else the whole answer."""
@@ -646,9 +662,25 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
         return undecidable
     coverage = gt_coverage(gt, ans)
     contained = _contains(na, ng)
-    # a multi-part question answered for one part and declined for another
+    # a reasoning answer abstains when its conclusion declines; a plain answer when it
+    # says little beyond declining (substantive wrong content is an answer, not a refusal)
+    concludes_declining = (
+        view.final_declines if view.final_from != "whole answer" else view.last_declines
+    ) or is_abstention(ans, example.query)
+    # a multi-part question answered for one part and declined for another (an answer
+    # that declines in the end with nothing of the ground truth stated, and nothing
+    # contradicting it, declined every part: an abstention)
     declined = _declined_parts(example, view)
-    if declined and not contained and (coverage.share or 0.0) < _FULL_COVERAGE:
+    if (
+        declined
+        and not contained
+        and (coverage.share or 0.0) < _FULL_COVERAGE
+        and not (
+            concludes_declining
+            and not _gt_facts_stated(example, ans)
+            and not _values(gt, ans).contradicted
+        )
+    ):
         names = ", ".join(repr(p.text) for p in declined)
         return _judgement(
             example,
@@ -657,13 +689,22 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             f"(covers {sum(coverage.covered)}/{len(coverage.units)} ground-truth statements)",
             "partial_abstention",
         )
-    # a reasoning answer abstains when its conclusion declines; a plain answer when it
-    # says little beyond declining (substantive wrong content is an answer, not a refusal)
-    concludes_declining = (
-        view.final_declines if view.final_from != "whole answer" else False
-    ) or is_abstention(ans, example.query)
     declines = _has_cue(ans) or bool(view.declines)
     if declines and not contained and concludes_declining and (coverage.share or 0.0) < 0.5:
+        stated = _gt_facts_stated(example, ans)
+        if stated:
+            # it answers part of the question before declining the rest: a partial
+            # abstention, which fails the question (the anonymous "the Norwegian group or
+            # the Spanish producer?" the part lists cannot name)
+            return _judgement(
+                example,
+                AnswerLabel.INCORRECT,
+                f"partial abstention: states {_show(stated)} of the ground truth, then declines "
+                f"({view.declining_clauses[0][:80]!r})"
+                if view.declining_clauses
+                else f"partial abstention: states {_show(stated)} of the ground truth, then declines",
+                "partial_abstention",
+            )
         where = (
             "" if view.final_from == "whole answer" else f" in its conclusion ({view.final_from})"
         )
