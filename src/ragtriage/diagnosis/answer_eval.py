@@ -615,11 +615,16 @@ def _outside(text: str, sentences: tuple[str, ...]) -> str:
 
 
 def _gt_facts_stated(example: Example, answer: str) -> tuple[str, ...]:
-    """The ground truth's numbers, dates and keypoints that ``answer`` states, other than
-    the ones the question itself gives ("2021")."""
+    """The ground truth's amounts and keypoints that ``answer`` states, other than the
+    ones the question itself gives. Dates do not count: a review of the documents shares
+    the question's year with every event it lists ("2022年" for "2022年12月")."""
     nq = normalize(example.query)
-    values = _values(example.answer, answer)
-    out = [v for v in sorted(values.stated) if normalize(v) not in nq]
+    pool = _answer_pool(answer)
+    out = [
+        q.raw
+        for q in extract_quantities(example.answer)
+        if normalize(q.raw) not in nq and pool.matches(q)
+    ]
     q_tokens = set(content_tokens(example.query))
     for kp in example.keypoints:
         bag = Counter(content_tokens(kp))
