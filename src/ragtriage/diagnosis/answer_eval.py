@@ -614,9 +614,9 @@ def _outside(text: str, sentences: tuple[str, ...]) -> str:
     return out
 
 
-def _gt_facts_stated(example: Example, answer: str) -> tuple[str, ...]:
+def _gt_facts_stated(example: Example, answer: str, coverage: GTCoverage) -> tuple[str, ...]:
     """The ground truth's amounts and keypoints that ``answer`` states, other than the
-    ones the question itself gives. Dates do not count: a review of the documents shares
+    ones the question itself gives, and the statements it makes. Dates do not count: a review of the documents shares
     the question's year with every event it lists ("2022年" for "2022年12月")."""
     nq = normalize(example.query)
     pool = _answer_pool(answer)
@@ -625,6 +625,8 @@ def _gt_facts_stated(example: Example, answer: str) -> tuple[str, ...]:
         for q in extract_quantities(example.answer)
         if normalize(q.raw) not in nq and pool.matches(q)
     ]
+    # a ground-truth statement made whole (most of its words, all its numbers)
+    out += [u for u, hit in zip(coverage.units, coverage.covered, strict=True) if hit]
     q_tokens = set(content_tokens(example.query))
     for kp in example.keypoints:
         bag = Counter(content_tokens(kp))
@@ -670,7 +672,7 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
     # a reasoning answer abstains when its conclusion declines; a plain answer when it
     # says little beyond declining (substantive wrong content is an answer, not a refusal)
     concludes_declining = (
-        view.final_declines if view.final_from != "whole answer" else view.last_declines
+        view.final_declines if view.final_from != "whole answer" else False
     ) or is_abstention(ans, example.query)
     # a multi-part question answered for one part and declined for another (an answer
     # that declines in the end with nothing of the ground truth stated, and nothing
@@ -682,7 +684,7 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
         and (coverage.share or 0.0) < _FULL_COVERAGE
         and not (
             concludes_declining
-            and not _gt_facts_stated(example, ans)
+            and not _gt_facts_stated(example, ans, coverage)
             and not _values(gt, ans).contradicted
         )
     ):
@@ -696,7 +698,7 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
         )
     declines = _has_cue(ans) or bool(view.declines)
     if declines and not contained and concludes_declining and (coverage.share or 0.0) < 0.5:
-        stated = _gt_facts_stated(example, ans)
+        stated = _gt_facts_stated(example, ans, coverage)
         if stated:
             # it answers part of the question before declining the rest: a partial
             # abstention, which fails the question (the anonymous "the Norwegian group or

@@ -181,8 +181,6 @@ class AnswerView:
     final_declines: bool
     #: the answer guesses after declining
     guesses: bool
-    #: the answer's last sentence declines
-    last_declines: bool
     #: number of sentences in ``text``
     n_sentences: int
 
@@ -244,6 +242,5 @@ def answer_view(answer: str) -> AnswerView:
         declining_clauses=clauses,
         final_declines=final_declines,
         guesses=guesses,
-        last_declines=bool(declines) and declines[-1] == sentences[-1],
         n_sentences=len(sentences),
     )
