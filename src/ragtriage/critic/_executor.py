@@ -507,17 +507,22 @@ def _compare(op: ast.cmpop, left: Any, right: Any) -> bool:
             raise TypeError(f"'in' needs a list, dict or str, not {type(right).__name__}")
         found = left in right
         return found if isinstance(op, ast.In) else not found
-    ordered = (int, float, str)
-    if not (isinstance(left, ordered) and isinstance(right, ordered)):
-        raise TypeError("only numbers and strings can be ordered")
+    numbers = (int, float)
+    if not (
+        (isinstance(left, numbers) and isinstance(right, numbers))
+        or (isinstance(left, str) and isinstance(right, str))
+    ):
+        raise TypeError("only two numbers or two strings can be ordered")
+    a: Any = left
+    b: Any = right
     if isinstance(op, ast.Lt):
-        return bool(left < right)
+        return bool(a < b)
     if isinstance(op, ast.LtE):
-        return bool(left <= right)
+        return bool(a <= b)
     if isinstance(op, ast.Gt):
-        return bool(left > right)
+        return bool(a > b)
     if isinstance(op, ast.GtE):
-        return bool(left >= right)
+        return bool(a >= b)
     raise TypeError(f"operator {type(op).__name__} is not allowed")
 
 
