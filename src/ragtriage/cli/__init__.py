@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "diagnose",
     "calibrate",
     "critic",
+    "critic_bench",
 )
 
 app = typer.Typer(

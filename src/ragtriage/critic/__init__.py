@@ -1,6 +1,15 @@
 """RAG-Critic (seed 004): error system, critic, bench scoring, error mining, and a
 sandboxed critic-guided correction loop. See docs/critic.md."""
 
+from ragtriage.critic._bench import (
+    BenchPrediction,
+    BenchSample,
+    BenchScore,
+    LabelF1,
+    read_bench,
+    read_published_critic_samples,
+    score_bench,
+)
 from ragtriage.critic._critic import (
     Critic,
     CriticInput,
@@ -30,11 +39,15 @@ from ragtriage.critic._system import (
 __all__ = [
     "RAGEC_TO_TIERS",
     "UNMAPPED_TIER2",
+    "BenchPrediction",
+    "BenchSample",
+    "BenchScore",
     "Critic",
     "CriticInput",
     "CriticVerdict",
     "ErrorSystem",
     "LLMCritic",
+    "LabelF1",
     "ProgramLimits",
     "ReferenceFreeCritic",
     "RulesCritic",
@@ -45,7 +58,10 @@ __all__ = [
     "parse_critic_reply",
     "ragec_of_tier1",
     "ragec_of_tier2",
+    "read_bench",
+    "read_published_critic_samples",
     "run_program",
+    "score_bench",
     "snap_tags",
     "tiers_of_ragec",
     "trace_of_input",
