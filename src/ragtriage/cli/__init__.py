@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "calibrate",
     "critic",
     "critic_bench",
+    "correct",
 )
 
 app = typer.Typer(
