@@ -31,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "critic",
     "critic_bench",
     "correct",
+    "mine",
 )
 
 app = typer.Typer(
