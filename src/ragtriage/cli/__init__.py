@@ -32,6 +32,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "critic_bench",
     "correct",
     "mine",
+    "critic_export",
 )
 
 app = typer.Typer(

@@ -39,6 +39,7 @@ from ragtriage.critic._critic import (
     verdict_of_diagnosis,
 )
 from ragtriage.critic._executor import ProgramLimits, run_program
+from ragtriage.critic._export import dpo_records, sft_records
 from ragtriage.critic._mine import (
     MinedCluster,
     MinedTaxonomy,
@@ -95,6 +96,7 @@ __all__ = [
     "corrected_run",
     "critic_prompt",
     "critique_traces",
+    "dpo_records",
     "error_system",
     "mine_runs",
     "nmi",
@@ -112,6 +114,7 @@ __all__ = [
     "read_tag_frequencies",
     "run_program",
     "score_bench",
+    "sft_records",
     "snap_tags",
     "tiers_of_ragec",
     "trace_of_input",
