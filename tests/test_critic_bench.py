@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from llm_server import LocalLLMServer, last_user
 from ragtriage.cli import main
 from ragtriage.critic import BenchPrediction, read_bench, read_published_critic_samples, score_bench
 from ragtriage.errors import InputError
@@ -100,3 +101,40 @@ def test_published_samples_and_cli(tmp_path: Path, capsys: pytest.CaptureFixture
     score = json.loads((tmp_path / "s.json").read_text())
     assert score["accuracy_average"] == pytest.approx(1.0)
     assert "error identification accuracy" in capsys.readouterr().out
+
+
+def test_llm_critic_on_the_bench_over_http(
+    llm_server: LocalLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def reply(body: dict[str, object], index: int) -> str:
+        if "Prediction:** wrong" in last_user(body):
+            return '{"Judgement": "Error", "tag1": ["Inaccurate Response"], "tag2": ["Factual Inaccuracies"]}'
+        return "unreadable"  # undetermined -> counted wrong
+
+    llm_server.behaviour.reply = reply  # type: ignore[assignment]
+    rows = [
+        {**_row(1, "Error", [FI], {}), "prediction": "wrong"},
+        _row(2, "Correct", [], {}),
+    ]
+    path = _write(tmp_path / "b.jsonl", rows)
+    with pytest.raises(SystemExit) as exc:
+        main(
+            [
+                "critic-bench",
+                str(path),
+                "--critic",
+                "llm",
+                "--base-url",
+                llm_server.base_url,
+                "--model",
+                "m",
+                "--cache",
+                str(tmp_path / "c.sqlite"),
+                "--json",
+                str(tmp_path / "s.json"),
+            ]
+        )
+    assert exc.value.code in (0, None)
+    score = json.loads((tmp_path / "s.json").read_text())
+    assert score["accuracy_error"] == 1.0 and score["accuracy_correct"] == 0.0
+    assert score["undetermined"] == 1 and score["tier2_macro_f1"] == 1.0

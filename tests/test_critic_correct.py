@@ -6,6 +6,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from diag_helpers import make_trace
 from llm_server import LocalLLMServer
 from ragtriage.config import GenerationConfig, LLMConfig
@@ -20,12 +22,13 @@ from ragtriage.critic import (
     corrected_run,
     error_system,
     programs_for,
+    programs_for_ragec,
     run_program,
 )
 from ragtriage.diagnosis.engine import Diagnoser
 from ragtriage.generation import ExtractiveGenerator, Generation
 from ragtriage.llm import LLMRunner
-from ragtriage.records import Chunk, Trace
+from ragtriage.records import Chunk, ErrorType, Trace
 from ragtriage.store import load_run_dir
 from ragtriage.text import content_tokens
 
@@ -90,6 +93,20 @@ def test_table_11_covers_every_tier1_and_its_programs_pass_the_executor() -> Non
         )
         assert result == "text"
     assert set(calls) == set(ACTION_NAMES)
+    # from RAGEC types: E8 (reranker let noise through) -> Irrelevant Information
+    assert [t for t, _ in programs_for_ragec(ErrorType.E8)] == ["Irrelevant Information"]
+    assert all(programs_for_ragec(t) for t in ErrorType)
+
+
+def test_correct_cli_names_a_missing_manifest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ragtriage.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["correct", str(tmp_path), "--out", str(tmp_path / "new")])
+    assert exc.value.code == 2
+    assert "manifest.json" in capsys.readouterr().err
 
 
 async def test_offline_correction_keeps_only_proven_improvements() -> None:

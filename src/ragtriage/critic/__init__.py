@@ -23,6 +23,7 @@ from ragtriage.critic._correct import (
     corrected_run,
     planner_prompt,
     programs_for,
+    programs_for_ragec,
 )
 from ragtriage.critic._critic import (
     Critic,
@@ -106,6 +107,7 @@ __all__ = [
     "parse_tag_list",
     "planner_prompt",
     "programs_for",
+    "programs_for_ragec",
     "purity",
     "ragec_of_tier1",
     "ragec_of_tier2",

@@ -38,7 +38,7 @@ from ragtriage.critic._executor import run_program
 from ragtriage.critic._system import tiers_of_ragec
 from ragtriage.errors import ProgramRejected
 from ragtriage.llm import ChatRequest, LLMFailure, LLMRunner
-from ragtriage.records import AnswerLabel, Chunk, Diagnosis, Trace
+from ragtriage.records import AnswerLabel, Chunk, Diagnosis, ErrorType, Trace
 from ragtriage.text import content_tokens, detect_language, split_sentences
 
 __all__ = [
@@ -54,6 +54,7 @@ __all__ = [
     "corrected_run",
     "planner_prompt",
     "programs_for",
+    "programs_for_ragec",
 ]
 
 T = TypeVar("T")
@@ -142,6 +143,11 @@ TIER1_PROGRAMS: dict[str, str] = {
 def programs_for(tier1: Sequence[str]) -> list[tuple[str, str]]:
     """``(tier-1, program)`` of Table 11 for tier-1 types, in order, de-duplicated."""
     return [(t, TIER1_PROGRAMS[t]) for t in dict.fromkeys(tier1) if t in TIER1_PROGRAMS]
+
+
+def programs_for_ragec(error_type: ErrorType | str) -> list[tuple[str, str]]:
+    """Table 11 reached from a RAGEC type: the programs of its tier-1 types."""
+    return programs_for(tiers_of_ragec(error_type)[0])
 
 
 def _tier1_of(d: Diagnosis) -> list[str]:
