@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from diag_helpers import make_trace
 from llm_server import LocalLLMServer, last_user
 from ragtriage.cli import main
@@ -138,3 +140,32 @@ def test_cli_critic_both_modes(tmp_path: Path) -> None:
         assert exc.code in (0, None)
     rows = [json.loads(x) for x in (tmp_path / "ref" / "critic.jsonl").read_text().splitlines()]
     assert rows[0]["judgement"] == "error" and rows[0]["reference"] is True
+
+
+def test_cli_llm_critic_dry_run_writes_nothing(
+    llm_server: LocalLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    write_jsonl(
+        run / "traces.jsonl", [make_trace(), make_trace(example_id="q2", answer="In 1887.")]
+    )
+    with pytest.raises(SystemExit) as exc:
+        main(
+            [
+                "critic",
+                str(run),
+                "--critic",
+                "llm",
+                "--base-url",
+                llm_server.base_url,
+                "--model",
+                "m",
+                "--cache",
+                str(tmp_path / "c.sqlite"),
+                "--dry-run",
+            ]
+        )
+    assert exc.value.code in (0, None)
+    assert "dry run: about 2 LLM calls" in capsys.readouterr().out
+    assert llm_server.chat_requests == 0 and not (run / "critic.jsonl").exists()

@@ -38,11 +38,15 @@ def register(app: typer.Typer) -> None:
         ),
         cache: Path | None = typer.Option(None, "--cache", help="LLM cache file."),
         no_cache: bool = typer.Option(False, "--no-cache", help="Do not use the LLM cache."),
+        dry_run: bool = typer.Option(
+            False, "--dry-run", help="Estimate the LLM calls and tokens; call and write nothing."
+        ),
     ) -> None:
         """Judge every trace Correct/Error with RAG-Critic tier-1/2/3 tags and an analysis."""
         from ragtriage.cli.diagnose import (
             DIAGNOSES_FILE,
             _config,
+            _print_ledger,
             _runner,
             read_traces,
             resolve_input,
@@ -62,7 +66,7 @@ def register(app: typer.Typer) -> None:
             diagnoses = read_diagnoses(existing)
         cfg = _config(config, base_url, model, None)
         runner = (
-            _runner(cfg, dry_run=False, no_cache=no_cache, cache=cache)
+            _runner(cfg, dry_run=dry_run, no_cache=no_cache, cache=cache)
             if critic_name == "llm"
             else None
         )
@@ -87,10 +91,16 @@ def register(app: typer.Typer) -> None:
         finally:
             if runner is not None:
                 runner.close()
+        console = Console()
+        if dry_run:
+            if runner is None:
+                console.print("the rules critic makes no LLM calls; nothing written")
+            else:
+                _print_ledger(console, runner.ledger.summary(), estimate=True)
+            return
         out_path = (out if out is not None else default_out) / CRITIC_FILE
         out_path.parent.mkdir(parents=True, exist_ok=True)
         write_jsonl(out_path, verdicts)
-        console = Console()
         judged = Counter(v.judgement or "undetermined" for v in verdicts)
         console.print(
             f"critic {critic_name} ({'with' if reference else 'without'} reference): "
