@@ -9,6 +9,7 @@
     │   ├── LLMTimeoutError     per-request timeout exceeded after all retries
     │   └── LLMResponseError    the endpoint answered with something unusable
     ├── ModelUnavailableError   an optional model/extra is not installed
+    ├── ProgramRejected         a planner program was refused or ran out of budget
     └── StoreError              the run store or a run directory is inconsistent
 
 The CLI maps ``InputError`` (and ``ConfigError``) to exit code 2 and every other
@@ -24,6 +25,7 @@ __all__ = [
     "LLMResponseError",
     "LLMTimeoutError",
     "ModelUnavailableError",
+    "ProgramRejected",
     "RagtriageError",
     "StoreError",
 ]
@@ -84,3 +86,14 @@ class ModelUnavailableError(RagtriageError):
 
 class StoreError(RagtriageError):
     """The run store or a run directory is inconsistent."""
+
+
+class ProgramRejected(RagtriageError):
+    """A program (e.g. a correction plan an LLM wrote) was refused by the sandboxed
+    executor: a construct outside the allow-list, or a step/time/call/size budget
+    overrun. ``line`` is the 1-based source line when known."""
+
+    def __init__(self, reason: str, *, line: int | None = None) -> None:
+        self.reason = reason
+        self.line = line
+        super().__init__(f"line {line}: {reason}" if line is not None else reason)

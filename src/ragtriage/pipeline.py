@@ -363,6 +363,23 @@ class Pipeline:
         if self._runner is not None:
             await self._runner.aclose()
 
+    # -- single stages (the correction actions of ragtriage.critic) -------------------
+
+    async def retrieve_chunks(self, query: str, top_k: int) -> list[Chunk]:
+        """Retrieve then rerank ``query``; the ``top_k`` best chunks."""
+        hits = self._retrieve((query,))
+        reranked = await self._reranker.rerank(query, hits, self._chunk_map, top_k)
+        return [self._chunk_map[h.chunk_id] for h in reranked][:top_k]
+
+    async def generate_answer(
+        self, query: str, context: Sequence[Chunk], *, language: str
+    ) -> Generation:
+        """The configured generator over ``context`` (chunks need not be in the corpus)."""
+        return await self._generator.generate(query, context, language=language)
+
+    def chunk(self, chunk_id: str) -> Chunk | None:
+        return self._chunk_map.get(chunk_id)
+
     # -- one example ----------------------------------------------------------------
 
     def gt_doc_chunks(self, example: Example) -> tuple[list[Chunk], list[str]]:

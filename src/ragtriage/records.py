@@ -397,6 +397,16 @@ class Diagnosis(Record):
     confidence_basis: str = Field(
         default="", description="What the confidence was computed from, in a few words."
     )
+    tier1: list[str] = Field(
+        default_factory=list,
+        description="RAG-Critic tier-1 error types (seed 004) of error_type; empty if none.",
+    )
+    tier2: list[str] = Field(
+        default_factory=list, description="RAG-Critic tier-2 error types of error_type."
+    )
+    tier3: list[str] = Field(
+        default_factory=list, description="RAG-Critic tier-3 tags (open-set, from a critic)."
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Diagnosis:

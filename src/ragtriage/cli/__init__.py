@@ -28,6 +28,11 @@ COMMAND_MODULES: tuple[str, ...] = (
     "eval_retrieval",
     "diagnose",
     "calibrate",
+    "critic",
+    "critic_bench",
+    "correct",
+    "mine",
+    "critic_export",
 )
 
 app = typer.Typer(

@@ -284,6 +284,9 @@ class Diagnoser:
         elif summary.mode is None:
             why = "no votes" if not a.votes else f"all {summary.k} votes undetermined"
             reason = f"type_classification: {why}"
+        from ragtriage.critic._system import tiers_of_ragec  # RAG-Critic tiers (seed 004)
+
+        tier1, tier2 = tiers_of_ragec(summary.mode) if summary.mode is not None else ([], [])
         return Diagnosis(
             example_id=ex.example_id,
             trace_id=trace.trace_id,
@@ -294,6 +297,8 @@ class Diagnoser:
             answer_reason=judgement.reason,
             answer_rule=judgement.rule,
             needs_diagnosis=True,
+            tier1=tier1,
+            tier2=tier2,
             stage=a.stage,
             stage_reason=a.stage_reason,
             gt_chunk_ids=list(a.gt.ids) if a.gt is not None else [],

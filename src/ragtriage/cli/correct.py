@@ -1,0 +1,112 @@
+"""``ragtriage correct RUN`` — critic-guided correction with a closed loop (seed 004 §3.3).
+
+Rebuilds the run's pipeline (from its manifest config, or ``--config``; the bundled demo
+corpus for a demo run, else ``--data``), corrects every failing trace with planned
+programs run in the sandboxed executor, keeps a correction only when the rules judge
+ranks it higher, and writes a new run directory (manifest, traces, diagnoses) for
+``ragtriage compare RUN OUT``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from ragtriage.errors import InputError
+
+__all__ = ["register"]
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("correct")
+    def correct(
+        run: Path = typer.Argument(..., help="Run directory (manifest.json + traces.jsonl)."),
+        out: Path = typer.Option(..., "--out", help="Directory of the corrected run."),
+        planner_name: str = typer.Option("table", "--planner", help="table (offline) | llm"),
+        iterations: int = typer.Option(2, "--iterations", min=1, max=10, help="Rounds per trace."),
+        data: str | None = typer.Option(None, "--data", help="Dataset of the run (not demo)."),
+        config: Path | None = typer.Option(
+            None, "--config", help="Pipeline config (default: the run manifest's)."
+        ),
+        model: str | None = typer.Option(None, "--model", help="LLM model name (llm planner)."),
+        base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint."),
+        cache: Path | None = typer.Option(None, "--cache", help="LLM cache file."),
+        max_steps: int = typer.Option(2000, "--max-steps", min=1, help="Executor step budget."),
+        timeout_s: float = typer.Option(60.0, "--timeout", help="Executor wall time per program."),
+    ) -> None:
+        """Correct failing answers; keep only judge-proven improvements; write a new run."""
+        from ragtriage.cli.diagnose import _config, _runner, read_traces
+        from ragtriage.config import PipelineConfig, load_config
+        from ragtriage.critic import LLMPlanner, OfflinePlanner, correct_traces, corrected_run
+        from ragtriage.data import load_dataset, load_demo
+        from ragtriage.jsonl import atomic_write_text, write_jsonl
+        from ragtriage.llm import run_sync
+        from ragtriage.pipeline import Pipeline
+        from ragtriage.store import read_diagnoses
+
+        if planner_name not in ("table", "llm"):
+            raise InputError("expected table or llm", field="--planner")
+        manifest_path = run / "manifest.json"
+        if not manifest_path.is_file():
+            raise InputError("no manifest.json in this run directory", path=str(run))
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        if config is not None:
+            cfg = load_config(config)
+        else:
+            cfg = PipelineConfig.model_validate(manifest.get("config") or {})
+        dataset_name = (manifest.get("dataset") or {}).get("name")
+        if data is None and dataset_name != "demo":
+            raise InputError("pass --data: the run is not a demo run", field="--data")
+        dataset = load_demo() if data is None else load_dataset(data, "auto")
+        traces = read_traces(run / "traces.jsonl")
+        dpath = run / "diagnoses.jsonl"
+        diagnoses = read_diagnoses(dpath) if dpath.is_file() else []
+        runner = None
+        planner: OfflinePlanner | LLMPlanner = OfflinePlanner()
+        if planner_name == "llm":
+            llm_cfg = _config(None, base_url, model, None)
+            runner = _runner(llm_cfg, dry_run=False, no_cache=False, cache=cache)
+            planner = LLMPlanner(runner, model=llm_cfg.llm.with_env().model or "")
+        pipeline = Pipeline.from_config(cfg, dataset)
+
+        async def go() -> list:  # type: ignore[type-arg]
+            try:
+                return await correct_traces(
+                    traces,
+                    diagnoses,
+                    pipeline,
+                    planner=planner,
+                    iterations=iterations,
+                    max_steps=max_steps,
+                    timeout_s=timeout_s,
+                    config=cfg.diagnosis,
+                )
+            finally:
+                await pipeline.aclose()
+                if runner is not None:
+                    await runner.aclose()
+
+        try:
+            outcomes = run_sync(go())
+        finally:
+            if runner is not None:
+                runner.close()
+        new_manifest, new_traces, new_diags = corrected_run(
+            outcomes, manifest, planner=planner_name
+        )
+        out.mkdir(parents=True, exist_ok=True)
+        write_jsonl(out / "traces.jsonl", new_traces)
+        write_jsonl(out / "diagnoses.jsonl", new_diags)
+        atomic_write_text(out / "manifest.json", json.dumps(new_manifest, indent=1) + "\n")
+        touched = sum(1 for o in outcomes if o.touched)
+        improved = sum(1 for o in outcomes if o.improved)
+        console = Console()
+        console.print(
+            f"corrected {improved} of {touched} failing trace(s) touched "
+            f"({len(outcomes)} traces); wrote {out}",
+            highlight=False,
+        )
+        console.print(f"compare: ragtriage compare {run} {out}", highlight=False)

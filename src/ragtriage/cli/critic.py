@@ -1,0 +1,114 @@
+"""``ragtriage critic RUN`` — RAG-Critic verdicts (seed 004): Correct/Error + tier tags.
+
+Writes ``critic.jsonl`` next to the traces (or into ``--out``) and prints the counts.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from ragtriage.errors import InputError
+
+__all__ = ["CRITIC_FILE", "register"]
+
+CRITIC_FILE = "critic.jsonl"
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("critic")
+    def critic(
+        source: Path = typer.Argument(
+            ..., help="Run directory (with traces.jsonl) or a traces file."
+        ),
+        critic_name: str = typer.Option("rules", "--critic", help="rules (offline) | llm"),
+        reference: bool = typer.Option(
+            False,
+            "--reference/--reference-free",
+            help="Use the gold answer (default: reference-free, as in production).",
+        ),
+        out: Path | None = typer.Option(None, "--out", help="Output directory (default: the run)."),
+        model: str | None = typer.Option(None, "--model", help="LLM model name (llm critic)."),
+        base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint."),
+        config: Path | None = typer.Option(
+            None, "--config", help="Pipeline YAML/TOML (llm section)."
+        ),
+        cache: Path | None = typer.Option(None, "--cache", help="LLM cache file."),
+        no_cache: bool = typer.Option(False, "--no-cache", help="Do not use the LLM cache."),
+        dry_run: bool = typer.Option(
+            False, "--dry-run", help="Estimate the LLM calls and tokens; call and write nothing."
+        ),
+    ) -> None:
+        """Judge every trace Correct/Error with RAG-Critic tier-1/2/3 tags and an analysis."""
+        from ragtriage.cli.diagnose import (
+            DIAGNOSES_FILE,
+            _config,
+            _print_ledger,
+            _runner,
+            read_traces,
+            resolve_input,
+        )
+        from ragtriage.critic import critique_traces
+        from ragtriage.jsonl import write_jsonl
+        from ragtriage.llm import run_sync
+        from ragtriage.store import read_diagnoses
+
+        if critic_name not in ("rules", "llm"):
+            raise InputError("expected rules or llm", field="--critic")
+        traces_path, default_out = resolve_input(source)
+        traces = read_traces(traces_path)
+        diagnoses = None
+        existing = traces_path.parent / DIAGNOSES_FILE
+        if critic_name == "rules" and reference and existing.is_file():
+            diagnoses = read_diagnoses(existing)
+        cfg = _config(config, base_url, model, None)
+        runner = (
+            _runner(cfg, dry_run=dry_run, no_cache=no_cache, cache=cache)
+            if critic_name == "llm"
+            else None
+        )
+
+        async def go() -> list:  # type: ignore[type-arg]
+            try:
+                return await critique_traces(
+                    traces,
+                    critic=critic_name,
+                    reference=reference,
+                    runner=runner,
+                    model=cfg.llm.with_env().model or "",
+                    diagnoses=diagnoses,
+                    config=cfg.diagnosis,
+                )
+            finally:
+                if runner is not None:
+                    await runner.aclose()
+
+        try:
+            verdicts = run_sync(go())
+        finally:
+            if runner is not None:
+                runner.close()
+        console = Console()
+        if dry_run:
+            if runner is None:
+                console.print("the rules critic makes no LLM calls; nothing written")
+            else:
+                _print_ledger(console, runner.ledger.summary(), estimate=True)
+            return
+        out_path = (out if out is not None else default_out) / CRITIC_FILE
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        write_jsonl(out_path, verdicts)
+        judged = Counter(v.judgement or "undetermined" for v in verdicts)
+        console.print(
+            f"critic {critic_name} ({'with' if reference else 'without'} reference): "
+            f"{judged['correct']} correct, {judged['error']} error, "
+            f"{judged['undetermined']} undetermined of {len(verdicts)}",
+            highlight=False,
+        )
+        tier1 = Counter(t for v in verdicts for t in v.tier1)
+        for name, n in tier1.most_common():
+            console.print(f"  {name}: {n}", highlight=False)
+        console.print(f"wrote {out_path}", highlight=False)
