@@ -58,7 +58,7 @@ def is_cjk(ch: str) -> bool:
 
 def has_cjk(text: str) -> bool:
     """True when ``text`` contains at least one CJK character."""
-    return _CJK_RE.search(text) is not None
+    return not text.isascii() and _CJK_RE.search(text) is not None
 
 
 def cjk_ratio(text: str) -> float:
