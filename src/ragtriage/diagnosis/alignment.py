@@ -28,6 +28,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from ragtriage.diagnosis.facts import (
     DateMention,
@@ -326,8 +327,9 @@ def _value_key(f: _Fact) -> object:
     return f.key
 
 
-@dataclass(frozen=True, slots=True)
-class _Group:
+class _Group(NamedTuple):
+    """One distinct value (a tuple: thousands are built per long answer)."""
+
     fact: _Fact  # the first fact with this value
     first: int  # its index
     count: int
