@@ -332,7 +332,7 @@ class _Group(NamedTuple):
 
     fact: _Fact  # the first fact with this value
     first: int  # its index
-    count: int
+    n: int  # facts with this value
 
 
 class _FactIndex:
@@ -357,11 +357,11 @@ class _FactIndex:
             return None
         if fact.kind == "name":
             g = groups.get(fact.key)
-            return g.first if g is not None and g.count == 1 else None
+            return g.first if g is not None and g.n == 1 else None
         found: int | None = None
         for g in groups.values():
             if _same(fact, g.fact):
-                if found is not None or g.count > 1:
+                if found is not None or g.n > 1:
                     return None
                 found = g.first
         return found
