@@ -229,3 +229,68 @@ def test_compared_entities_are_parts_with_with_and_parentheses() -> None:
     assert [p.text for p in question_parts(q2)] == ["Halden Shipping", "Orvik Freight"]
     # outside a comparison, "with" does not join two things asked about
     assert question_parts("How did Halden Shipping deal with Orvik Freight?") == ()
+
+
+# -- a declined part without a name: one event of a timeline --------------------------
+
+_TIMELINE = (
+    "Ostra Mining 2021 annual report.",
+    "On 3 February 2021 Ostra opened the Kiruna shaft.",
+    "On 9 May 2021 Ostra signed the Luleå port contract.",
+    "On 21 October 2021 Ostra sold its Finnish unit.",
+    "The board met six times.",
+)
+
+
+def _timeline_trace(*, retrieved: Sequence[str], context: Sequence[str], answer: str) -> Trace:
+    chunks = doc_chunks("d", _TIMELINE)
+    ex = Example(
+        example_id="q",
+        query="List Ostra Mining's main 2021 events in order.",
+        answer="Ostra opened the Kiruna shaft on 3 February 2021, signed the Luleå port "
+        "contract on 9 May and sold its Finnish unit on 21 October 2021.",
+        keypoints=[
+            "Kiruna shaft 3 February 2021",
+            "Luleå contract 9 May 2021",
+            "Finnish unit sold 21 October 2021",
+        ],
+        doc_ids=["d"],
+        references=list(_TIMELINE[1:4]),
+    )
+    doc_of = {c.chunk_id: "d" for c in chunks}
+    return Trace(
+        trace_id="t",
+        run_id="r",
+        example=ex,
+        gt_doc_chunks=chunks,
+        retrieved=hits(retrieved, doc_of),
+        reranked=hits(context, doc_of),
+        context=list(context),
+        answer=answer,
+    )
+
+
+_DECLINES_LAST = (
+    "1. 3 February 2021: the Kiruna shaft opened.\n2. 9 May 2021: the Luleå port contract "
+    "was signed.\n\nThe documents do not say when the Finnish unit was sold, so I cannot "
+    "place it."
+)
+
+
+async def test_declined_event_whose_chunk_was_dropped_is_reranking() -> None:
+    trace = _timeline_trace(
+        retrieved=["d_1", "d_2", "d_4", "d_3"], context=["d_1", "d_2"], answer=_DECLINES_LAST
+    )
+    d = await Diagnoser("rules").diagnose(trace)
+    assert d.answer_label is AnswerLabel.INCORRECT and d.answer_rule == "partial_abstention"
+    assert d.stage is Stage.RERANKING
+    assert "d_3" in d.stage_reason and "Finnish unit" in d.stage_reason
+
+
+async def test_declined_event_in_the_context_stays_generation() -> None:
+    trace = _timeline_trace(
+        retrieved=["d_1", "d_2", "d_3"], context=["d_1", "d_2", "d_3"], answer=_DECLINES_LAST
+    )
+    d = await Diagnoser("rules").diagnose(trace)
+    assert d.answer_label is AnswerLabel.INCORRECT
+    assert d.stage is Stage.GENERATION

@@ -61,7 +61,9 @@ __all__ = [
     "evaluate_llm",
     "evaluate_rules",
     "is_abstention",
+    "missing_facts",
     "needs_diagnosis",
+    "states_keypoint",
     "strip_citations",
 ]
 
@@ -503,6 +505,20 @@ def _keypoint_in(kp: str, bag: Counter[str], text: str) -> bool:
         if not bag:
             return True
     return _overlap(Counter(content_tokens(text)), bag)[1] >= _KEYPOINT_RECALL
+
+
+def states_keypoint(keypoint: str, text: str) -> bool:
+    """Whether ``text`` states ``keypoint`` (all its numbers, half its other words)."""
+    return _keypoint_in(keypoint, Counter(content_tokens(keypoint)), text)
+
+
+def missing_facts(example: Example, answer: str) -> tuple[str, ...]:
+    """What of the ground truth ``answer`` leaves out: its keypoints not stated, or
+    (without keypoints) its statements not made."""
+    text = answer_view(answer).text
+    if example.keypoints:
+        return tuple(kp for kp in example.keypoints if not states_keypoint(kp, text))
+    return gt_coverage(example.answer, text).missing
 
 
 def _judgement(example: Example, label: AnswerLabel, reason: str, rule: str) -> Judgement:

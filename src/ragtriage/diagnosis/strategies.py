@@ -27,6 +27,7 @@ from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis._calls import LLMCalls
 from ragtriage.diagnosis._context import CaseContext, TypeEvidence
 from ragtriage.diagnosis.concepts import ConceptCoverage
+from ragtriage.diagnosis.declined import stage_from_declined
 from ragtriage.diagnosis.gt_chunks import GTChunks
 from ragtriage.diagnosis.stage import (
     GTFlow,
@@ -199,7 +200,10 @@ async def _ragec(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribut
         # the entity's evidence was never retrieved; if the GT chunks' shape is at fault
         # (cut into small pieces, or oversized), chunking is the earlier cause
         parts = stage_from_chunk_shape(trace, flow, cfg) or parts
-    call = held or parts or stage_from_flow(flow, cfg)
+    # extension (see declined.py): the facts a partial abstention leaves out never
+    # reached the generator
+    declined = None if held is not None else stage_from_declined(trace, flow, cfg, env.answer_rule)
+    call = held or parts or declined or stage_from_flow(flow, cfg)
     cov: ConceptCoverage | None = None
     if call is None:  # chunking vs retrieval: only now are the concepts needed
         cov = await env.judges.concepts.concept_coverage(trace, gt.ids)
