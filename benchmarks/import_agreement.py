@@ -7,7 +7,8 @@ the passages given to the generator, ``response``, ``reference``,
 ``reference_contexts``) and, for the ``columns`` import, the retriever's list too; imports
 both with ``--documents`` = the demo corpus, diagnoses them and prints, over the
 examples both diagnoses call failing, how often the stage agrees (and the answer label
-agreement over all examples). ``--no-documents`` measures the minimal traces instead.
+agreement over all examples); the same RAGAS file imported without the documents
+(minimal traces) is measured too, on generation vs an earlier stage.
 
     .venv/bin/python benchmarks/import_agreement.py [--limit N] [--show-misses]
 """
@@ -31,7 +32,7 @@ from ragtriage.diagnosis import Diagnoser
 from ragtriage.integrations import column_map, import_traces
 from ragtriage.jsonl import read_records
 from ragtriage.pipeline import Pipeline, run_dataset
-from ragtriage.records import Diagnosis, Trace
+from ragtriage.records import Diagnosis, Stage, Trace
 
 
 def native_run(out: Path, limit: int | None, config: Path | None) -> list[Trace]:
@@ -79,6 +80,8 @@ def agreement(native: dict[str, Diagnosis], imported: dict[str, Diagnosis]) -> d
     label_same = sum(1 for k in both if native[k].answer_label == imported[k].answer_label)
     failing = [k for k in both if native[k].needs_diagnosis and imported[k].needs_diagnosis]
     same = [k for k in failing if native[k].stage == imported[k].stage]
+    gen = Stage.GENERATION
+    coarse = [k for k in failing if (native[k].stage is gen) == (imported[k].stage is gen)]
     pairs = Counter(
         (str(native[k].stage), str(imported[k].stage)) for k in failing if k not in same
     )
@@ -88,14 +91,17 @@ def agreement(native: dict[str, Diagnosis], imported: dict[str, Diagnosis]) -> d
         "failing_in_both": len(failing),
         "stage_agreement": len(same) / len(failing) if failing else None,
         "stage_agree_count": len(same),
+        # generation vs an earlier stage: all a minimal trace (no documents) can tell
+        "generation_vs_upstream_agreement": len(coarse) / len(failing) if failing else None,
         "native_stages": dict(Counter(str(native[k].stage) for k in failing)),
         "disagreements_native_to_imported": {f"{a}->{b}": n for (a, b), n in pairs.items()},
     }
 
 
-def measure(
-    limit: int | None, *, documents: bool = True, config: Path | None = None
-) -> dict[str, Any]:
+def measure(limit: int | None, *, config: Path | None = None) -> dict[str, Any]:
+    """Agreement of three imports of the same run with its native diagnoses: RAGAS
+    columns with the documents, the columns format with the retriever's list too, and
+    RAGAS columns without the documents (minimal traces)."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         native_traces = native_run(root / "native", limit, config)
@@ -105,8 +111,7 @@ def measure(
             "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in export_rows(native_traces)),
             encoding="utf-8",
         )
-        docs_path = Path(load_demo.__code__.co_filename).parent / "demo" / "documents.jsonl"
-        docs = docs_path if documents else None
+        docs = Path(load_demo.__code__.co_filename).parent / "demo" / "documents.jsonl"
         out: dict[str, Any] = {}
         ragas = import_traces("ragas", src, root / "ragas", documents=docs)
         out["ragas"] = agreement(native, diagnose(ragas.traces))
@@ -123,16 +128,17 @@ def measure(
         )
         cols = import_traces("columns", src, root / "columns", documents=docs, columns=cmap)
         out["columns_with_retriever_list"] = agreement(native, diagnose(cols.traces))
+        minimal = import_traces("ragas", src, root / "minimal")
+        out["ragas_minimal"] = agreement(native, diagnose(minimal.traces))
         return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--limit", type=int, default=None, help="first N demo examples")
-    ap.add_argument("--no-documents", action="store_true", help="minimal traces")
     ap.add_argument("--config", type=Path, default=None, help="pipeline config")
     args = ap.parse_args(argv)
-    res = measure(args.limit, documents=not args.no_documents, config=args.config)
+    res = measure(args.limit, config=args.config)
     json.dump(res, sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0

@@ -57,7 +57,8 @@ CHUNK_ROLE_KEY = "import_role"
 INFERRED_CHUNK = "inferred"
 #: the gold answer's content units that must be in the passages to count as found
 FACTS_FOUND_SHARE = 0.8
-#: share of gold evidence strings that must be located in the passages
+#: more than this share of the gold evidence strings must be located in the passages
+#: (the cascade's ``generator_gt_share`` for GT chunks, B.2.2)
 _EVIDENCE_SHARE = 0.5
 
 
@@ -115,7 +116,7 @@ def facts_in(trace: Trace, passages: Sequence[str]) -> FactsFound:
         located = sum(1 for r in refs if locate_reference(joined, r) is not None)
         share = located / len(refs)
         return FactsFound(
-            share >= _EVIDENCE_SHARE,
+            share > _EVIDENCE_SHARE,
             f"{located}/{len(refs)} gold evidence passage(s) found in them",
         )
     target = " ".join([ex.answer, *ex.keypoints])

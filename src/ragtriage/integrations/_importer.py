@@ -1,12 +1,13 @@
 """``import_traces``: read a source in one of :data:`IMPORT_FORMATS`, build traces and
-write them atomically to ``RUN/traces.jsonl`` (with a small ``RUN/import.json``
-summary), so ``ragtriage validate`` and ``ragtriage diagnose RUN`` take them as is."""
+write them atomically to ``RUN/traces.jsonl`` (with a ``RUN/manifest.json`` whose
+``import`` section summarises what was found), so ``ragtriage validate`` and ``ragtriage diagnose RUN`` take them as is."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ragtriage.data import load_dataset
@@ -126,15 +127,23 @@ def import_traces(
         summary = {
             "format": fmt,
             "source": str(src),
-            "documents": None
-            if documents is None or not isinstance(documents, str | Path)
-            else str(documents),
-            "run_id": rid,
+            "documents": str(documents) if isinstance(documents, str | Path) else None,
+            "references": str(references) if references is not None else None,
             "traces": len(traces),
             "passages_located": dict(stats.passages),
             "gold_docs_from": dict(stats.gold_docs_from),
             "minimal_traces": stats.minimal,
             "reranking_observed": stats.reranking_observed,
         }
-        atomic_write_text(out_dir / "import.json", json.dumps(summary, indent=2) + "\n")
+        manifest = {
+            "schema": 1,
+            "kind": "import",
+            "run_id": rid,
+            "name": rid,
+            "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "config_hash": "",
+            "config": {},
+            "import": summary,
+        }
+        atomic_write_text(out_dir / "manifest.json", json.dumps(manifest, indent=2) + "\n")
     return ImportResult(traces, stats, out_dir)
