@@ -10,13 +10,14 @@ examples both diagnoses call failing, how often the stage agrees (and the answer
 agreement over all examples); the same RAGAS file imported without the documents
 (minimal traces) is measured too, on generation vs an earlier stage.
 
-    .venv/bin/python benchmarks/import_agreement.py [--limit N] [--show-misses]
+    .venv/bin/python benchmarks/import_agreement.py [--limit N] [--config PIPELINE] [--perturb]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import sys
 import tempfile
@@ -51,11 +52,31 @@ def native_run(out: Path, limit: int | None, config: Path | None) -> list[Trace]
     return list(read_records(out / "traces.jsonl", Trace))
 
 
-def export_rows(traces: Sequence[Trace]) -> list[dict[str, Any]]:
-    """What an evaluation tool keeps of each native trace."""
+def perturb(text: str) -> str:
+    """The passage as a tool may have stored it, deterministically by its text: a third
+    unchanged, a third lower-cased with doubled spaces (found after normalisation), a
+    third with its last 12 characters cut and two letters changed (found fuzzily)."""
+    kind = int(hashlib.sha1(text.encode("utf-8")).hexdigest(), 16) % 3
+    if kind == 0:
+        return text
+    if kind == 1:
+        return text.lower().replace(" ", "  ")
+    cut = text[:-12] if len(text) > 60 else text
+    mid = len(cut) // 2
+    return cut[: mid - 20] + "#" + cut[mid - 19 : mid] + "#" + cut[mid + 1 :]
+
+
+def export_rows(traces: Sequence[Trace], *, perturbed: bool = False) -> list[dict[str, Any]]:
+    """What an evaluation tool keeps of each native trace (``perturbed``: passages as
+    :func:`perturb` changes them)."""
     rows = []
     for t in traces:
-        cm = t.chunk_map()
+        cm0 = t.chunk_map()
+        cm = (
+            {k: c.model_copy(update={"text": perturb(c.text)}) for k, c in cm0.items()}
+            if perturbed
+            else cm0
+        )
         rows.append(
             {
                 "id": t.trace_id,
@@ -98,17 +119,23 @@ def agreement(native: dict[str, Diagnosis], imported: dict[str, Diagnosis]) -> d
     }
 
 
-def measure(limit: int | None, *, config: Path | None = None) -> dict[str, Any]:
+def measure(
+    limit: int | None, *, config: Path | None = None, perturbed: bool = False
+) -> dict[str, Any]:
     """Agreement of three imports of the same run with its native diagnoses: RAGAS
     columns with the documents, the columns format with the retriever's list too, and
-    RAGAS columns without the documents (minimal traces)."""
+    RAGAS columns without the documents (minimal traces). ``perturbed``: the exported
+    passages are changed by :func:`perturb`, to measure the locator."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         native_traces = native_run(root / "native", limit, config)
         native = diagnose(native_traces)
         src = root / "ragas.jsonl"
         src.write_text(
-            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in export_rows(native_traces)),
+            "".join(
+                json.dumps(r, ensure_ascii=False) + "\n"
+                for r in export_rows(native_traces, perturbed=perturbed)
+            ),
             encoding="utf-8",
         )
         docs = Path(load_demo.__code__.co_filename).parent / "demo" / "documents.jsonl"
@@ -137,8 +164,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--limit", type=int, default=None, help="first N demo examples")
     ap.add_argument("--config", type=Path, default=None, help="pipeline config")
+    ap.add_argument(
+        "--perturb", action="store_true", help="store passages changed (normalised / fuzzy)"
+    )
     args = ap.parse_args(argv)
-    res = measure(args.limit, config=args.config)
+    res = measure(args.limit, config=args.config, perturbed=args.perturb)
     json.dump(res, sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0
