@@ -435,3 +435,29 @@ def test_passages_stored_changed_are_still_located_and_agree() -> None:
     assert "none" not in located
     assert located["normalised"] >= 20 and located["fuzzy"] >= 20
     assert res["ragas"]["stage_agreement"] >= 0.88
+
+
+def test_a_published_run_imports_by_nested_columns_into_minimal_traces(tmp_path: Path) -> None:
+    """RAG-Critic's published Qwen2.5-7B NQ run (shared data): question, top-10 passages,
+    prediction and gold answers in nested JSON, no corpus -> minimal traces."""
+    src = ROOT.parent / "shared" / "data" / "rag_critic_samples"
+    src = src / "critic_qwen-2.5-7b-instruct_nq_train.jsonl"
+    if not src.is_file():
+        pytest.skip("shared data not present")
+    cmap = column_map(
+        "meta_data.question",
+        "meta_data.retrieval_docs",
+        "prediction",
+        "meta_data.golden_answers",
+    )
+    res = import_traces("columns", src, tmp_path, columns=cmap)
+    assert validate_file(tmp_path / "traces.jsonl", "traces") == 10
+    first = res.traces[0]
+    assert first.example.answer == "Chicago" and len(first.context) == 10
+    assert first.chunks[0].metadata.get("source_id") == "4082397"
+    diagnoses = _diagnose(res.traces)
+    failing = [d for d in diagnoses.values() if d.needs_diagnosis]
+    assert failing
+    for d in failing:
+        assert d.stage in (Stage.GENERATION, Stage.RETRIEVAL, None)
+        assert any(e.startswith("chunking: not observable") for e in d.evidence)

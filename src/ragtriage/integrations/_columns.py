@@ -9,6 +9,8 @@ may hold it (the first present one wins). RAGAS and DeepEval are two presets:
 * DeepEval ``LLMTestCase`` / ``Golden``: ``input``, ``actual_output``,
   ``expected_output``, ``retrieval_context`` and ``context`` (the ideal context: gold
   evidence), in snake_case or the camelCase of JSON exports.
+
+A column name may be a dotted path into nested JSON (``meta_data.question``).
 """
 
 from __future__ import annotations
@@ -62,10 +64,21 @@ DEEPEVAL = ColumnMap(
 )
 
 
+def _lookup(obj: Any, name: str) -> Any:
+    """``obj[name]``, or a nested field by a dotted path (``meta_data.question``)."""
+    if not isinstance(obj, dict):
+        return None
+    if name in obj:
+        return obj[name]
+    head, dot, rest = name.partition(".")
+    return _lookup(obj.get(head), rest) if dot else None
+
+
 def _pick(obj: dict[str, Any], names: Iterable[str]) -> tuple[str | None, Any]:
     for n in names:
-        if n in obj and obj[n] is not None:
-            return n, obj[n]
+        value = _lookup(obj, n)
+        if value is not None:
+            return n, value
     return None, None
 
 

@@ -4,7 +4,9 @@ consistent with them.
 :class:`Locator` tries, for each passage: the exact text in any document; the same
 ignoring whitespace, punctuation, case and full/half width
 (:func:`ragtriage.groundtruth.locate_reference` without fuzziness); a fuzzy alignment
-(rapidfuzz, :data:`FUZZY_THRESHOLD`) in the few documents sharing most of its words.
+(rapidfuzz, :data:`FUZZY_THRESHOLD`) in the few documents sharing most of its rarest
+words (an inverted index of the documents' content tokens picks the candidates, so a
+large corpus is not scanned per passage).
 Each found span records how it was found (``exact`` / ``normalised`` / ``fuzzy``) and a
 quality score (rapidfuzz ``ratio`` of the passage and the span, 0-100).
 
@@ -16,6 +18,7 @@ into pieces of about the spans' median length, at sentence or word boundaries.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -33,8 +36,14 @@ __all__ = ["FUZZY_THRESHOLD", "Located", "Locator", "chunk_id_for", "partition"]
 
 #: minimum rapidfuzz partial_ratio (0-100) for a fuzzy location
 FUZZY_THRESHOLD = 90.0
-#: documents tried for a normalised / fuzzy match, ranked by shared words
+#: documents tried for a normalised / fuzzy match, ranked by shared rare words
 _CANDIDATES = 5
+#: documents searched for an exact match first (then every document of a small corpus)
+_EXACT_CANDIDATES = 50
+#: a corpus of at most this many documents is scanned whole for exact matches
+_SCAN_ALL = 5_000
+#: rarest content tokens of a passage that vote for its candidate documents
+_VOTERS = 16
 #: piece length when a document has no located span to take the size from
 _DEFAULT_PIECE_CHARS = 800
 
@@ -61,38 +70,48 @@ class Locator:
 
     def __init__(self, documents: Sequence[Document]) -> None:
         self.documents = {d.doc_id: d for d in documents}
-        self._tokens: dict[str, frozenset[str]] | None = None
+        self._order = {d: i for i, d in enumerate(self.documents)}
+        self._postings: dict[str, list[str]] | None = None
         self._cache: dict[tuple[str, str | None], Located | None] = {}
 
-    def _doc_tokens(self) -> dict[str, frozenset[str]]:
-        if self._tokens is None:
-            self._tokens = {
-                d: frozenset(content_tokens(doc.text)) for d, doc in self.documents.items()
-            }
-        return self._tokens
+    def _index(self) -> dict[str, list[str]]:
+        """Content token -> documents holding it (built on first use)."""
+        if self._postings is None:
+            postings: dict[str, list[str]] = {}
+            for d, doc in self.documents.items():
+                for t in set(content_tokens(doc.text)):
+                    postings.setdefault(t, []).append(d)
+            self._postings = postings
+        return self._postings
 
     def candidates(self, text: str, limit: int = _CANDIDATES) -> list[str]:
-        """Documents sharing most of the text's content tokens, best first."""
-        toks = set(content_tokens(text))
+        """Documents holding most of the text's rarest content tokens, best first (a
+        passage cut mid-word still finds its document: no token is required)."""
+        index = self._index()
+        toks = [t for t in set(content_tokens(text)) if t in index]
         if not toks:
             return []
-        scored = sorted(
-            ((len(toks & dt), d) for d, dt in self._doc_tokens().items() if toks & dt),
-            key=lambda x: (-x[0], x[1]),
-        )
-        return [d for _n, d in scored[:limit]]
+        rare = sorted(toks, key=lambda t: (len(index[t]), t))[:_VOTERS]
+        votes: Counter[str] = Counter()
+        for t in rare:
+            votes.update(index[t])
+        ranked = sorted(votes.items(), key=lambda x: (-x[1], self._order[x[0]]))
+        return [d for d, _n in ranked[:limit]]
 
     def most_of(self, text: str, min_share: float) -> list[str]:
         """Documents holding the largest share of the text's content tokens, when that
         share is at least ``min_share`` (ties all kept)."""
+        index = self._index()
         toks = set(content_tokens(text))
         if not toks:
             return []
-        shares = {d: len(toks & dt) / len(toks) for d, dt in self._doc_tokens().items()}
-        best = max(shares.values(), default=0.0)
-        if best < min_share:
+        votes: Counter[str] = Counter()
+        for t in toks:
+            votes.update(index.get(t, ()))
+        best = max(votes.values(), default=0)
+        if best / len(toks) < min_share:
             return []
-        return [d for d, v in shares.items() if v == best]
+        return sorted((d for d, v in votes.items() if v == best), key=self._order.__getitem__)
 
     def locate(self, text: str, hint: str | None = None) -> Located | None:
         """The passage's span, preferring the document named ``hint`` (the id the
@@ -102,27 +121,33 @@ class Locator:
             self._cache[key] = self._locate(text, hint)
         return self._cache[key]
 
+    def _exact(self, needle: str, doc_ids: Iterable[str]) -> Located | None:
+        for doc_id in doc_ids:
+            at = self.documents[doc_id].text.find(needle)
+            if at >= 0:
+                return Located(doc_id, at, at + len(needle), "exact", 100.0)
+        return None
+
     def _locate(self, text: str, hint: str | None) -> Located | None:
         needle = text.strip()
         if not needle:
             return None
-        order = list(self.documents)
+        cands = self.candidates(needle, _EXACT_CANDIDATES)
         if hint is not None and hint in self.documents:
-            order.remove(hint)
-            order.insert(0, hint)
-        for doc_id in order:
-            at = self.documents[doc_id].text.find(needle)
-            if at >= 0:
-                return Located(doc_id, at, at + len(needle), "exact", 100.0)
-        cands = self.candidates(needle)
-        if hint is not None and hint in self.documents and hint not in cands:
-            cands.insert(0, hint)
-        for doc_id in cands:
+            cands = [hint, *(c for c in cands if c != hint)]
+        got = self._exact(needle, cands)
+        if got is None and len(self.documents) <= _SCAN_ALL:
+            tried = set(cands)
+            got = self._exact(needle, (d for d in self.documents if d not in tried))
+        if got is not None:
+            return got
+        near = cands[: _CANDIDATES + (1 if hint in self.documents else 0)]
+        for doc_id in near:
             span = locate_reference(self.documents[doc_id].text, needle, fuzzy=False)
             if span is not None:
                 return Located(doc_id, span[0], span[1], "normalised", 100.0)
         best: Located | None = None
-        for doc_id in cands:
+        for doc_id in near:
             doc = self.documents[doc_id].text
             span = locate_reference(doc, needle, threshold=FUZZY_THRESHOLD)
             if span is None:
@@ -132,19 +157,24 @@ class Locator:
                 best = Located(doc_id, span[0], span[1], "fuzzy", score)
         return best
 
-    def find_text(self, text: str, doc_ids: Iterable[str] | None = None) -> list[str]:
-        """Documents holding ``text`` exactly or normalised (no fuzzy match)."""
+    def find_text(self, text: str) -> list[str]:
+        """Documents holding ``text`` exactly, else ignoring case, whitespace and
+        punctuation (no fuzzy match). A large corpus is searched among the documents
+        sharing the text's rarest tokens only."""
         needle = text.strip()
         if not needle:
             return []
-        ids = list(doc_ids) if doc_ids is not None else list(self.documents)
+        ids = (
+            list(self.documents)
+            if len(self.documents) <= _SCAN_ALL
+            else self.candidates(needle, _EXACT_CANDIDATES)
+        )
         exact = [d for d in ids if needle in self.documents[d].text]
         if exact:
             return exact
-        cands = [d for d in self.candidates(needle, limit=20) if d in set(ids)]
         return [
             d
-            for d in cands
+            for d in self.candidates(needle, _EXACT_CANDIDATES)
             if locate_reference(self.documents[d].text, needle, fuzzy=False) is not None
         ]
 

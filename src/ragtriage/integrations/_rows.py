@@ -124,7 +124,7 @@ def as_text_list(value: Any, where: Where, field_name: str) -> list[str]:
     return out
 
 
-_TEXT_KEYS = ("page_content", "content", "text", "document.content", "document")
+_TEXT_KEYS = ("page_content", "content", "contents", "text", "document.content", "document")
 _ID_KEYS = ("id", "doc_id", "document.id", "chunk_id", "node_id")
 _SCORE_KEYS = ("score", "document.score", "relevance_score")
 
