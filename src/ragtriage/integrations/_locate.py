@@ -41,7 +41,7 @@ _CANDIDATES = 5
 #: documents searched for an exact match first (then every document of a small corpus)
 _EXACT_CANDIDATES = 50
 #: a corpus of at most this many documents is scanned whole for exact matches
-_SCAN_ALL = 5_000
+_SCAN_ALL = 500
 #: rarest content tokens of a passage that vote for its candidate documents
 _VOTERS = 16
 #: piece length when a document has no located span to take the size from
