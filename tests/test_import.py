@@ -265,7 +265,9 @@ def test_hf_dataset_directory_needs_the_datasets_package(tmp_path: Path) -> None
     d = tmp_path / "hf"
     d.mkdir()
     (d / "dataset_info.json").write_text("{}")
-    with pytest.raises(ModelUnavailableError, match="'datasets' package"):
+    with pytest.raises(
+        ModelUnavailableError, match=r"'datasets' package: pip install 'ragtriage\[hf\]'"
+    ):
         import_traces("ragas", d, None)
 
 
@@ -461,3 +463,26 @@ def test_a_published_run_imports_by_nested_columns_into_minimal_traces(tmp_path:
     for d in failing:
         assert d.stage in (Stage.GENERATION, Stage.RETRIEVAL, None)
         assert any(e.startswith("chunking: not observable") for e in d.evidence)
+
+
+def test_a_passage_found_in_no_document_is_kept_apart(tmp_path: Path) -> None:
+    row = {
+        "user_input": "When was Acme Corp founded?",
+        "retrieved_contexts": [
+            {"page_content": "Acme Corp was founded in 1999 in Springfield by Wile Coyote."},
+            {
+                "page_content": "A passage from some other corpus entirely, about tides.",
+                "id": "acme",
+            },
+        ],
+        "response": "In 1999.",
+        "reference": "1999",
+    }
+    src = _bad(tmp_path, "one.jsonl", json.dumps(row) + "\n")
+    res = import_traces("ragas", src, tmp_path / "out", documents=DOCS)
+    assert res.stats.passages == {"exact": 1, "none": 1}
+    (t,) = res.traces
+    lost = [c for c in t.chunks if c.metadata.get("match") == "none"]
+    assert len(lost) == 1 and lost[0].doc_id == "(unlocated)"
+    assert lost[0].metadata["source_id"] == "acme"  # the source's id is kept, not trusted
+    assert validate_file(tmp_path / "out" / "traces.jsonl", "traces") == 1

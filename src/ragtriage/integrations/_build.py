@@ -38,7 +38,7 @@ _MAX_ANSWER_DOCS = 3
 #: else: the documents holding the largest share (at least this) of its content words
 _MIN_ANSWER_RECALL = 0.8
 
-UNLOCATED_DOC = "unlocated"
+UNLOCATED_DOC = "(unlocated)"
 
 
 @dataclass
@@ -132,6 +132,7 @@ class _Builder:
         self.locator = Locator(documents) if documents is not None else None
         self.stats = ImportStats(rows=len(rows))
         self.doc_chunks: dict[str, list[Chunk]] = {}
+        self.chunk_by_id: dict[str, Chunk] = {}
         self.located: dict[tuple[str, str | None], Located | None] = {}
         self.gold: list[tuple[list[str], str]] = []
         if self.locator is not None:
@@ -166,16 +167,18 @@ class _Builder:
                 c.model_copy(update={"metadata": {**c.metadata, **meta.get(c.chunk_id, {})}})
                 for c in chunks
             ]
+            self.chunk_by_id.update((c.chunk_id, c) for c in self.doc_chunks[doc_id])
 
     def _chunk_of(self, p: RetrievedText) -> Chunk:
         got = self.located.get((p.text, p.source_id)) if self.locator is not None else None
         if got is not None:
-            cid = chunk_id_for(got.doc_id, got.start, got.end)
-            return next(c for c in self.doc_chunks[got.doc_id] if c.chunk_id == cid)
-        cid = f"ctx-{_short_hash(p.text)}"
+            return self.chunk_by_id[chunk_id_for(got.doc_id, got.start, got.end)]
+        cid = f"ctx-{_short_hash(p.text + chr(0) + (p.source_id or ''))}"
         return Chunk(
             chunk_id=cid,
-            doc_id=p.source_id or (UNLOCATED_DOC if self.locator is not None else cid),
+            # with documents, a passage found in none of them must not pass for a span
+            # of the document its source named: it belongs to no known document
+            doc_id=UNLOCATED_DOC if self.locator is not None else (p.source_id or cid),
             text=p.text,
             start=0,
             end=len(p.text),

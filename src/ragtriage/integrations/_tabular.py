@@ -119,7 +119,7 @@ def _hf_dataset(p: Path) -> Iterator[tuple[Where, dict[str, Any]]]:
     except ImportError as exc:
         raise ModelUnavailableError(
             f"{p} is a Hugging Face dataset directory; reading it needs the 'datasets' "
-            "package (pip install datasets), or export it to JSONL/Parquet first"
+            "package: pip install 'ragtriage[hf]' (or export it to JSONL/Parquet first)"
         ) from exc
     loaded = datasets.load_from_disk(str(p))
     splits = loaded.items() if isinstance(loaded, datasets.DatasetDict) else [("", loaded)]
