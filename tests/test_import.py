@@ -328,6 +328,9 @@ def test_cli_import_then_validate_and_diagnose(tmp_path: Path) -> None:
     r = runner.invoke(app, ["diagnose", str(out), "--no-progress", "--workers", "1"])
     assert r.exit_code == 0, r.output
     assert len((out / "diagnoses.jsonl").read_text().splitlines()) == 3
+    r = runner.invoke(app, ["validate", str(out)])  # the run directory as a whole
+    assert r.exit_code == 0 and "traces.jsonl: ok (3 traces)" in r.output
+    assert "diagnoses.jsonl: ok (3 diagnoses)" in r.output
     r = runner.invoke(app, ["report", str(out)])
     assert r.exit_code == 0, r.output
     assert (out / "report.html").is_file()
