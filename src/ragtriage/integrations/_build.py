@@ -91,9 +91,11 @@ def _gold_docs(row: ImportedRow, locator: Locator | None) -> tuple[list[str], st
         return [], "none"
     docs: list[str] = []
     for ref in row.reference_contexts:
-        got = locator.locate(ref)
-        if got is not None:
-            docs.append(got.doc_id)
+        # every document holding the evidence (it may be quoted in several), else the
+        # one it is fuzzily found in
+        holding = locator.find_text(ref)
+        got = None if holding else locator.locate(ref)
+        docs.extend(holding or ([got.doc_id] if got is not None else []))
     if docs:
         return list(dict.fromkeys(docs)), "reference_contexts"
     answer = row.reference.strip()

@@ -116,6 +116,8 @@ def query_text(value: Any) -> str | None:
 def parse_time(value: Any) -> float | None:
     """Seconds since the epoch from an ISO-8601 string or a number of nanoseconds /
     seconds; ``None`` when absent or unreadable."""
+    if isinstance(value, datetime):  # Parquet / pandas timestamps
+        return value.timestamp()
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value) / 1e9 if value > 1e14 else float(value)
     if isinstance(value, str) and value:
