@@ -124,7 +124,8 @@ def measure(
 ) -> dict[str, Any]:
     """Agreement of three imports of the same run with its native diagnoses: RAGAS
     columns with the documents, the columns format with the retriever's list too, and
-    RAGAS columns without the documents (minimal traces). ``perturbed``: the exported
+    RAGAS columns without the documents (minimal traces), and RAGAS columns without
+    ``reference_contexts``. ``perturbed``: the exported
     passages are changed by :func:`perturb`, to measure the locator."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -157,6 +158,31 @@ def measure(
         out["columns_with_retriever_list"] = agreement(native, diagnose(cols.traces))
         minimal = import_traces("ragas", src, root / "minimal")
         out["ragas_minimal"] = agreement(native, diagnose(minimal.traces))
+        # a RAGAS file without reference_contexts: the gold documents come from the
+        # answer's words and the GT chunks from ragtriage's lexical fallback; compared
+        # with the native traces, and with the native traces stripped of their
+        # references (what the diagnosis itself can do without evidence strings)
+        bare = root / "bare.jsonl"
+        bare.write_text(
+            "".join(
+                json.dumps({k: v for k, v in r.items() if k != "reference_contexts"}) + "\n"
+                for r in export_rows(native_traces, perturbed=perturbed)
+            ),
+            encoding="utf-8",
+        )
+        no_refs = diagnose(import_traces("ragas", bare, root / "bare", documents=docs).traces)
+        native_no_refs = diagnose(
+            [
+                t.model_copy(update={"example": t.example.model_copy(update={"references": []})})
+                for t in native_traces
+            ]
+        )
+        out["ragas_without_reference_contexts"] = agreement(native, no_refs)
+        out["ragas_without_reference_contexts_vs_native_without_references"] = agreement(
+            native_no_refs, no_refs
+        )
+        bare_minimal = diagnose(import_traces("ragas", bare, root / "bare_minimal").traces)
+        out["ragas_minimal_without_reference_contexts"] = agreement(native, bare_minimal)
         return out
 
 

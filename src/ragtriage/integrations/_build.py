@@ -5,8 +5,9 @@ and each document that holds a located passage or is a gold document is cut into
 consistent with every passage found in it, across all rows (one chunking, as a real
 pipeline has). The gold documents of a row are, in order: the ones its source names
 (``reference_doc_ids``); the ones holding its gold evidence (``reference_contexts``); the
-ones holding its gold answer verbatim (at most :data:`_MAX_ANSWER_DOCS`); the ones
-holding most of the gold answer's content words (at least :data:`_MIN_ANSWER_RECALL`).
+ones holding its gold answer verbatim (at most :data:`_MAX_ANSWER_DOCS`); the fewest
+documents holding together at least :data:`_MIN_ANSWER_RECALL` of the gold answer's
+content words (greedily, at most :data:`_MAX_ANSWER_DOCS`).
 
 Without documents, traces are *minimal*: each passage is a chunk of its own, nothing
 is known of the documents, and ``metadata.observable_stages`` leaves chunking out (the
@@ -35,7 +36,7 @@ __all__ = ["ImportStats", "build_traces"]
 
 #: a gold answer found verbatim in more documents than this names none of them
 _MAX_ANSWER_DOCS = 3
-#: else: the documents holding the largest share (at least this) of its content words
+#: else: the fewest documents holding together at least this share of its content words
 _MIN_ANSWER_RECALL = 0.8
 
 UNLOCATED_DOC = "(unlocated)"
@@ -103,8 +104,8 @@ def _gold_docs(row: ImportedRow, locator: Locator | None) -> tuple[list[str], st
         holding = locator.find_text(answer)
         if 0 < len(holding) <= _MAX_ANSWER_DOCS:
             return holding, "answer_in_document"
-        best = locator.most_of(answer, _MIN_ANSWER_RECALL)
-        if 0 < len(best) <= _MAX_ANSWER_DOCS:
+        best = locator.cover(answer, _MIN_ANSWER_RECALL, _MAX_ANSWER_DOCS)
+        if best:
             return best, "answer_words_in_document"
     return [], "none"
 

@@ -98,20 +98,33 @@ class Locator:
         ranked = sorted(votes.items(), key=lambda x: (-x[1], self._order[x[0]]))
         return [d for d, _n in ranked[:limit]]
 
-    def most_of(self, text: str, min_share: float) -> list[str]:
-        """Documents holding the largest share of the text's content tokens, when that
-        share is at least ``min_share`` (ties all kept)."""
+    def cover(self, text: str, min_share: float, max_docs: int = 3) -> list[str]:
+        """Fewest documents (at most ``max_docs``, picked greedily) that together hold
+        at least ``min_share`` of the text's content tokens; each added document must
+        bring at least a fifth of them. ``[]`` when no such set exists. An answer
+        comparing two companies draws its words from two documents."""
         index = self._index()
         toks = set(content_tokens(text))
         if not toks:
             return []
-        votes: Counter[str] = Counter()
+        holders: dict[str, set[str]] = {}
         for t in toks:
-            votes.update(index.get(t, ()))
-        best = max(votes.values(), default=0)
-        if best / len(toks) < min_share:
-            return []
-        return sorted((d for d, v in votes.items() if v == best), key=self._order.__getitem__)
+            for d in index.get(t, ()):
+                holders.setdefault(d, set()).add(t)
+        chosen: list[str] = []
+        covered: set[str] = set()
+        while len(chosen) < max_docs and len(covered) / len(toks) < min_share:
+            best = max(
+                holders.items(),
+                key=lambda kv: (len(kv[1] - covered), -self._order[kv[0]]),
+                default=None,
+            )
+            if best is None or len(best[1] - covered) < max(1, len(toks) / 5):
+                break
+            chosen.append(best[0])
+            covered |= best[1]
+            del holders[best[0]]
+        return chosen if len(covered) / len(toks) >= min_share else []
 
     def locate(self, text: str, hint: str | None = None) -> Located | None:
         """The passage's span, preferring the document named ``hint`` (the id the
