@@ -181,6 +181,7 @@ def measure(
         out["ragas_without_reference_contexts_vs_native_without_references"] = agreement(
             native_no_refs, no_refs
         )
+        out["native_without_references"] = agreement(native, native_no_refs)
         bare_minimal = diagnose(import_traces("ragas", bare, root / "bare_minimal").traces)
         out["ragas_minimal_without_reference_contexts"] = agreement(native, bare_minimal)
         return out
