@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from diag_helpers import judge_reply
 from ragtriage.cli import app
 from ragtriage.diagnosis import Diagnoser
 from ragtriage.diagnosis.observability import facts_in, is_minimal
@@ -30,6 +31,7 @@ from ragtriage.integrations import (
     partition,
 )
 from ragtriage.jsonl import read_records
+from ragtriage.llm import LLMRunner, ScriptedLLM
 from ragtriage.records import Diagnosis, Document, Stage, Trace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -564,3 +566,20 @@ def test_openinference_spans_dataframe_saved_as_parquet(tmp_path: Path) -> None:
     assert t.example.answer == "1999" and t.answer == "Founded in 1998."
     d = _diagnose(res.traces)["p1"]
     assert d.needs_diagnosis and d.stage is Stage.GENERATION
+
+
+async def test_llm_judge_on_minimal_traces_votes_the_passage_only_stage() -> None:
+    """The LLM judge (ScriptedLLM behind the real runner) on a minimal trace: the stage
+    comes from the passages, the votes from that stage's prompt, chunking unobserved."""
+    res = import_traces("ragas", FIX / "ragas_v01.jsonl", None)
+    beta = next(t for t in res.traces if t.trace_id == "row-00002")
+    runner = LLMRunner(ScriptedLLM(judge_reply()))
+    d = await Diagnoser("llm", llm=runner).diagnose(beta)
+    assert d.stage is Stage.RETRIEVAL
+    assert d.error_type is not None and d.error_type.stage is Stage.RETRIEVAL
+    assert any(e.startswith("chunking: not observable") for e in d.evidence)
+    for strategy in ("single-step", "stage-sequential"):
+        other = await Diagnoser(
+            "llm", strategy, llm=LLMRunner(ScriptedLLM(judge_reply()))
+        ).diagnose(beta)
+        assert other.stage is Stage.RETRIEVAL  # every strategy gives way to the passage call
