@@ -583,3 +583,18 @@ async def test_llm_judge_on_minimal_traces_votes_the_passage_only_stage() -> Non
             "llm", strategy, llm=LLMRunner(ScriptedLLM(judge_reply()))
         ).diagnose(beta)
         assert other.stage is Stage.RETRIEVAL  # every strategy gives way to the passage call
+
+
+def test_openinference_from_an_otlp_json_export(tmp_path: Path) -> None:
+    """OTLP JSON (resourceSpans/scopeSpans/spans, key/value attributes, nanosecond
+    times) as an OpenTelemetry collector's file exporter writes OpenInference spans."""
+    res = import_traces("openinference", FIX / "otlp_spans.json", tmp_path, documents=DOCS)
+    (t,) = res.traces
+    assert t.example.answer == "320 people" and t.answer.startswith("The Tucson plant")
+    assert [h.score for h in t.retrieved] == [0.71, 0.52]
+    assert t.stages["retrieval"].latency_ms == pytest.approx(90.0, abs=0.01)
+    assert t.stages["generation"].prompt_tokens == 96
+    assert validate_file(tmp_path / "traces.jsonl", "traces") == 1
+    d = _diagnose(res.traces)[t.trace_id]
+    # "The Tucson plant makes rocket skates and employs 320 people." was never retrieved
+    assert d.needs_diagnosis and d.stage in (Stage.RETRIEVAL, Stage.CHUNKING)

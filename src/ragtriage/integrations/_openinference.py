@@ -9,7 +9,9 @@ Span fields read (OpenInference semantic conventions): ``span_kind`` (or the
 passages reached the generator); ``llm.token_count.{prompt,completion}``;
 ``start_time`` / ``end_time``; ``parent_id`` (the root span holds the question and the
 final answer). Attributes may be nested objects, lists, or flattened dotted keys
-(``attributes.retrieval.documents``), as the exporter wrote them.
+(``attributes.retrieval.documents``), as the exporter wrote them. An OTLP JSON export
+(``resourceSpans`` / ``scopeSpans`` / ``spans`` with ``key``/``value`` attribute lists,
+as an OpenTelemetry collector's file exporter writes it) is read too.
 """
 
 from __future__ import annotations
@@ -137,10 +139,70 @@ def _int(v: Any) -> int:
         return 0
 
 
+def _otlp_value(value: Any) -> Any:
+    """An OTLP JSON ``AnyValue`` (``{"stringValue": ...}``, ``{"intValue": "3"}``,
+    ``{"arrayValue": {"values": [...]}}`` ...) as a plain value."""
+    if not isinstance(value, Mapping):
+        return value
+    if "stringValue" in value:
+        return value["stringValue"]
+    if "intValue" in value:
+        try:
+            return int(value["intValue"])
+        except (TypeError, ValueError):
+            return None
+    for k in ("doubleValue", "boolValue"):
+        if k in value:
+            return value[k]
+    if "arrayValue" in value:
+        inner = value["arrayValue"]
+        items = inner.get("values", []) if isinstance(inner, Mapping) else []
+        return [_otlp_value(v) for v in items]
+    return None
+
+
+def _otlp_spans(obj: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """Spans of an OTLP JSON export (``{"resourceSpans": [{"scopeSpans": [{"spans":
+    [...]}]}]}``, as an OpenTelemetry collector's file exporter writes them) in the
+    shape the rest of this module reads."""
+    for rs in obj.get("resourceSpans") or []:
+        for ss in (rs or {}).get("scopeSpans") or []:
+            for sp in (ss or {}).get("spans") or []:
+                attrs = {
+                    str(a.get("key")): _otlp_value(a.get("value"))
+                    for a in sp.get("attributes") or []
+                    if isinstance(a, Mapping)
+                }
+                yield {
+                    "name": sp.get("name"),
+                    "context": {"trace_id": sp.get("traceId"), "span_id": sp.get("spanId")},
+                    "parent_id": sp.get("parentSpanId") or None,
+                    "start_time": _nanos(sp.get("startTimeUnixNano")),
+                    "end_time": _nanos(sp.get("endTimeUnixNano")),
+                    "attributes": attrs,
+                }
+
+
+def _nanos(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _spans(path: str | Path) -> Iterator[tuple[Where, Mapping[str, Any]]]:
+    for loc, obj in read_table(path):
+        if "resourceSpans" in obj:
+            for span in _otlp_spans(obj):
+                yield loc, span
+        else:
+            yield loc, obj
+
+
 def read_openinference(path: str | Path, golds: GoldTable | None = None) -> Iterator[ImportedRow]:
     """One row per trace id, in order of first appearance."""
     groups: dict[str, list[tuple[Where, Mapping[str, Any]]]] = {}
-    for loc, obj in read_table(path):
+    for loc, obj in _spans(path):
         tid = _get(obj, "context.trace_id") or obj.get("trace_id") or obj.get("traceId")
         if not tid:
             raise loc.error("context.trace_id", "span without a trace id")
