@@ -598,3 +598,26 @@ def test_openinference_from_an_otlp_json_export(tmp_path: Path) -> None:
     d = _diagnose(res.traces)[t.trace_id]
     # "The Tucson plant makes rocket skates and employs 320 people." was never retrieved
     assert d.needs_diagnosis and d.stage in (Stage.RETRIEVAL, Stage.CHUNKING)
+
+
+def test_list_cells_split_by_a_separator(tmp_path: Path) -> None:
+    """A CSV whose list cells are plain text joined by a separator (``--list-sep``)."""
+    a = "Beta Ltd is a bakery chain headquartered in Lyon."
+    b = "The bakery is known for its croissants and sourdough bread."
+    src = _bad(
+        tmp_path,
+        "de.csv",
+        "input,actual_output,expected_output,retrieval_context,context\n"
+        f'Where is Beta Ltd based?,Lyon.,Lyon,"{a};{b}",{a}\n',
+    )
+    (t,) = import_traces("deepeval", src, None, documents=DOCS, list_sep=";").traces
+    assert len(t.context) == 2 and t.example.references == [a]
+    (one,) = import_traces("deepeval", src, None).traces
+    assert len(one.context) == 1  # without a separator the cell is one passage
+    r = CliRunner().invoke(
+        app,
+        ["import", "deepeval", str(src), "--out", str(tmp_path / "o"), "--list-sep", ";"],
+    )
+    assert r.exit_code == 0, r.output
+    (back,) = read_records(tmp_path / "o" / "traces.jsonl", Trace)
+    assert len(back.context) == 2

@@ -62,6 +62,12 @@ def register(app: typer.Typer) -> None:
             help="columns: the retriever's list before reranking (makes reranking observable)",
         ),
         id_col: str | None = typer.Option(None, "--id-col", help="columns: row id"),
+        list_sep: str | None = typer.Option(
+            None,
+            "--list-sep",
+            help="Separator of list items written as plain text in one CSV cell "
+            "(default: a cell is a JSON list, a list literal or one item).",
+        ),
     ) -> None:
         """Import RAGAS / DeepEval / OpenInference / Langfuse / column data as traces."""
         from ragtriage.integrations import IMPORT_FORMATS, column_map, import_traces
@@ -81,6 +87,7 @@ def register(app: typer.Typer) -> None:
                 reference_doc_ids=reference_docs_col,
                 retrieved=retrieved_col,
                 row_id=id_col,
+                list_sep=list_sep,
             )
             if fmt == "columns"
             else None
@@ -93,6 +100,7 @@ def register(app: typer.Typer) -> None:
             references=references,
             columns=cmap,
             run_id=run_id,
+            list_sep=list_sep,
         )
         typer.echo(f"{out / 'traces.jsonl'}: wrote {len(result.traces)} trace(s) from {src}")
         for line in result.stats.lines()[1:]:

@@ -44,6 +44,9 @@ class ColumnMap:
     reference_doc_ids: tuple[str, ...] = ("reference_doc_ids", "gold_doc_ids", "doc_ids")
     retrieved: tuple[str, ...] = ()
     row_id: tuple[str, ...] = ("id", "example_id", "question_id", "sample_id")
+    #: separator of list items written as plain text in one CSV cell (None: a cell that
+    #: is not a JSON list or list literal is one item)
+    list_sep: str | None = None
 
 
 RAGAS = ColumnMap(
@@ -106,7 +109,8 @@ def _row(obj: dict[str, Any], cmap: ColumnMap, where: Where, index: int) -> Impo
     cname, contexts = _pick(obj, cmap.contexts)
     if cname is None:
         raise where.error(cmap.contexts[0], f"missing column (one of {', '.join(cmap.contexts)})")
-    ctx = retrieved_list(contexts, where, cname)
+    sep = cmap.list_sep
+    ctx = retrieved_list(contexts, where, cname, sep)
     aname, answer = _pick(obj, cmap.answer)
     if aname is None:
         raise where.error(cmap.answer[0], f"missing column (one of {', '.join(cmap.answer)})")
@@ -115,7 +119,7 @@ def _row(obj: dict[str, Any], cmap: ColumnMap, where: Where, index: int) -> Impo
     retrieved: tuple[RetrievedText, ...] | None = None
     tname, raw_retrieved = _pick(obj, cmap.retrieved)
     if tname is not None:
-        retrieved = retrieved_list(raw_retrieved, where, tname)
+        retrieved = retrieved_list(raw_retrieved, where, tname, sep)
     iname, raw_id = _pick(obj, cmap.row_id)
     row_id = as_text(raw_id, where, iname) if iname is not None else f"row-{index:05d}"
     return ImportedRow(
@@ -126,8 +130,8 @@ def _row(obj: dict[str, Any], cmap: ColumnMap, where: Where, index: int) -> Impo
         reference=_reference(obj, cmap, where),
         contexts=ctx,
         retrieved=retrieved,
-        reference_contexts=tuple(as_text_list(rctx, where, rname)) if rname else (),
-        reference_doc_ids=tuple(as_text_list(docs, where, dname)) if dname else (),
+        reference_contexts=tuple(as_text_list(rctx, where, rname, sep)) if rname else (),
+        reference_doc_ids=tuple(as_text_list(docs, where, dname, sep)) if dname else (),
     )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -44,6 +44,7 @@ def column_map(
     reference_doc_ids: str | None = None,
     retrieved: str | None = None,
     row_id: str | None = None,
+    list_sep: str | None = None,
 ) -> ColumnMap:
     """A :class:`ColumnMap` for the ``columns`` format: one column per field."""
     return ColumnMap(
@@ -55,6 +56,7 @@ def column_map(
         reference_doc_ids=(reference_doc_ids,) if reference_doc_ids else (),
         retrieved=(retrieved,) if retrieved else (),
         row_id=(row_id,) if row_id else ("id", "example_id"),
+        list_sep=list_sep,
     )
 
 
@@ -64,16 +66,19 @@ def read_rows(
     *,
     columns: ColumnMap | None = None,
     references: GoldTable | None = None,
+    list_sep: str | None = None,
 ) -> Iterator[ImportedRow]:
-    """Rows of ``src`` read as ``fmt``."""
+    """Rows of ``src`` read as ``fmt`` (``list_sep``: see :class:`ColumnMap`)."""
     if fmt == "ragas":
-        return rows_from_records(read_table(src), RAGAS)
+        return rows_from_records(read_table(src), replace(RAGAS, list_sep=list_sep))
     if fmt == "deepeval":
-        return rows_from_records(read_table(src), DEEPEVAL)
+        return rows_from_records(read_table(src), replace(DEEPEVAL, list_sep=list_sep))
     if fmt == "columns":
         if columns is None:
             raise InputError("the columns format needs the column names", field="columns")
-        return rows_from_records(read_table(src), columns)
+        return rows_from_records(
+            read_table(src), replace(columns, list_sep=list_sep or columns.list_sep)
+        )
     if fmt == "openinference":
         return read_openinference(src, references)
     if fmt == "langfuse":
@@ -106,10 +111,11 @@ def import_traces(
     references: str | Path | None = None,
     columns: ColumnMap | None = None,
     run_id: str | None = None,
+    list_sep: str | None = None,
 ) -> ImportResult:
     """Import ``src`` as ``fmt``; with ``out``, write ``out/traces.jsonl`` atomically."""
     golds = load_gold(references) if references is not None else None
-    rows = list(read_rows(fmt, src, columns=columns, references=golds))
+    rows = list(read_rows(fmt, src, columns=columns, references=golds, list_sep=list_sep))
     if not rows:
         raise InputError("no rows found", path=str(src))
     docs: Sequence[Document] | None = (

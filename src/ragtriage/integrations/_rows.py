@@ -80,12 +80,15 @@ def as_text(value: Any, where: Where, field_name: str, *, required: bool = True)
     raise where.error(field_name, f"expected text, got {type(value).__name__}")
 
 
-def _parse_list_text(text: str, where: Where, field_name: str) -> list[Any]:
+def _parse_list_text(text: str, where: Where, field_name: str, sep: str | None = None) -> list[Any]:
     """A list written into one CSV cell: JSON, or a Python literal (what
-    ``DataFrame.to_csv`` writes for a list column); a plain string is one item."""
+    ``DataFrame.to_csv`` writes for a list column); a plain string is one item, or its
+    ``sep``-separated parts when a separator is given."""
     s = text.strip()
     if not s:
         return []
+    if sep and not s.startswith("["):
+        return [part for part in text.split(sep) if part.strip()]
     if s.startswith("["):
         try:
             got = json.loads(s)
@@ -102,12 +105,12 @@ def _parse_list_text(text: str, where: Where, field_name: str) -> list[Any]:
     return [text]
 
 
-def as_text_list(value: Any, where: Where, field_name: str) -> list[str]:
+def as_text_list(value: Any, where: Where, field_name: str, sep: str | None = None) -> list[str]:
     """A list of strings: a JSON/Parquet list, a list written as text, or one string."""
     if value is None or (isinstance(value, float) and value != value):
         return []
     if isinstance(value, str):
-        value = _parse_list_text(value, where, field_name)
+        value = _parse_list_text(value, where, field_name, sep)
     elif hasattr(value, "tolist"):  # numpy arrays from Parquet / pandas
         value = value.tolist()
     if not isinstance(value, list | tuple):
@@ -157,12 +160,14 @@ def _first(item: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
     return None
 
 
-def retrieved_list(value: Any, where: Where, field_name: str) -> tuple[RetrievedText, ...]:
+def retrieved_list(
+    value: Any, where: Where, field_name: str, sep: str | None = None
+) -> tuple[RetrievedText, ...]:
     """Passages with their ids and scores when the source gives objects
     (``{"page_content", "metadata"}``, ``{"content", "id", "score"}``, LlamaIndex
     ``{"node": {...}, "score"}``), or plain strings."""
     if isinstance(value, str):
-        value = _parse_list_text(value, where, field_name)
+        value = _parse_list_text(value, where, field_name, sep)
     elif hasattr(value, "tolist"):
         value = value.tolist()
     if value is None:
