@@ -33,6 +33,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "correct",
     "mine",
     "critic_export",
+    "import_",
 )
 
 app = typer.Typer(

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import typer
 
-from ragtriage.formats import detect_kind, validate_file
+from ragtriage.errors import InputError
+from ragtriage.formats import KINDS, detect_kind, validate_file
 
 __all__ = ["register"]
 
@@ -14,13 +15,30 @@ __all__ = ["register"]
 def register(app: typer.Typer) -> None:
     @app.command("validate")
     def validate(
-        files: list[Path] = typer.Argument(..., help="JSONL files to check."),
+        files: list[Path] = typer.Argument(
+            ..., help="JSONL files, or run directories (their record files), to check."
+        ),
         kind: str = typer.Option(
             "auto", "--kind", help="auto | documents | examples | traces | diagnoses"
         ),
     ) -> None:
         """Check record files; every error names file:line:field. Exit 2 on bad input."""
-        for path in files:
-            k = detect_kind(path) if kind == "auto" else kind
-            count = validate_file(path, k)
-            typer.echo(f"{path}: ok ({count} {k})")
+        for given in files:
+            for path in _record_files(given):
+                k = detect_kind(path) if kind == "auto" else kind
+                count = validate_file(path, k)
+                typer.echo(f"{path}: ok ({count} {k})")
+
+
+def _record_files(path: Path) -> list[Path]:
+    """A file as is; a run directory's record files (documents, examples, traces,
+    diagnoses ``.jsonl``, those present)."""
+    if not path.is_dir():
+        return [path]
+    found = [path / f"{k}.jsonl" for k in KINDS if (path / f"{k}.jsonl").is_file()]
+    if not found:
+        raise InputError(
+            "no record files (documents/examples/traces/diagnoses .jsonl) in this directory",
+            path=str(path),
+        )
+    return found

@@ -29,6 +29,13 @@ from ragtriage.diagnosis._context import CaseContext, TypeEvidence
 from ragtriage.diagnosis.concepts import ConceptCoverage
 from ragtriage.diagnosis.declined import stage_from_declined
 from ragtriage.diagnosis.gt_chunks import GTChunks
+from ragtriage.diagnosis.observability import (
+    inferred_chunks_note,
+    is_minimal,
+    not_observable,
+    observable_stages,
+    stage_from_passages,
+)
 from ragtriage.diagnosis.stage import (
     GTFlow,
     gt_flow,
@@ -411,11 +418,44 @@ class LLMStageSequential:
 async def attribute(
     strategy: Strategy, env: StrategyEnv, trace: Trace, label: AnswerLabel
 ) -> Attribution:
-    """Stage and type votes for one failing example by ``strategy``."""
+    """Stage and type votes for one failing example by ``strategy``.
+
+    A trace that does not record every stage (an imported one, see
+    :mod:`ragtriage.diagnosis.observability`): without its gold documents' chunks every
+    strategy gives way to the passage-only call; a stage it cannot show is named in the
+    evidence when it may hide behind the stage blamed."""
+    if is_minimal(trace):
+        return await _minimal(env, trace, label)
     if strategy == "ragec":
-        return await _ragec(env, trace, label)
-    if strategy == "single-step":
-        return await env.judges.single_step.single_step(env, trace, label)
-    if strategy == "stage-sequential":
-        return await env.judges.stage_sequential.stage_sequential(env, trace, label)
-    raise ValueError(f"unknown strategy {strategy!r}; expected one of {STRATEGIES}")
+        a = await _ragec(env, trace, label)
+    elif strategy == "single-step":
+        a = await env.judges.single_step.single_step(env, trace, label)
+    elif strategy == "stage-sequential":
+        a = await env.judges.stage_sequential.stage_sequential(env, trace, label)
+    else:
+        raise ValueError(f"unknown strategy {strategy!r}; expected one of {STRATEGIES}")
+    if a.stage in (Stage.CHUNKING, Stage.RETRIEVAL) and Stage.RERANKING not in observable_stages(
+        trace
+    ):
+        a = replace(a, evidence=(*a.evidence, not_observable(trace, Stage.RERANKING)))
+    if a.stage is Stage.CHUNKING and a.gt is not None:
+        note = inferred_chunks_note(trace, a.gt.ids)
+        if note is not None:
+            a = replace(a, evidence=(*a.evidence, note))
+    return a
+
+
+async def _minimal(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribution:
+    """A trace without its gold documents' chunks: generation vs retrieval (vs
+    reranking, when the retriever's list is recorded) from the passages alone; chunking
+    reported as not observable, never guessed."""
+    call, evidence = stage_from_passages(trace)
+    seen = observable_stages(trace)
+    evidence.extend(
+        not_observable(trace, s) for s in (Stage.CHUNKING, Stage.RERANKING) if s not in seen
+    )
+    if call.stage is None:
+        return Attribution(None, call.reason, (), tuple(evidence))
+    ctx = _context(trace, call.stage, label, None, None, env.config, env.answer_rule)
+    votes, more = await env.judges.types.type_votes(ctx, env.config.k)
+    return Attribution(call.stage, call.reason, tuple(votes), (*evidence, *more))
