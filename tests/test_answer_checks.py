@@ -270,3 +270,10 @@ def test_partial_abstention_zh_without_names_in_the_question() -> None:
     assert label_of(q, gt, answer) is AnswerLabel.INCORRECT
     refuse = "文档介绍了两家公司的主营业务。\n\n但文档中没有提及两家公司的研发投入，因此无法回答。"
     assert label_of(q, gt, refuse) is AnswerLabel.ABSTAIN
+
+
+def test_a_number_in_words_or_digits_is_the_same_answer() -> None:
+    q = "How many players are on the field for one baseball team?"
+    assert label_of(q, "nine", "9") is AnswerLabel.CORRECT
+    assert label_of(q, "9 players", "There are nine players on the field.") is AnswerLabel.CORRECT
+    assert label_of(q, "nine", "eight") is AnswerLabel.INCORRECT

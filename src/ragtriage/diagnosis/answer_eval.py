@@ -407,8 +407,8 @@ def answer_facts(
     ground truth says anything else).
     """
     na, ng = normalize(answer), normalize(ground_truth)
-    answer_bag = Counter(content_tokens(answer))
-    gt_bag = Counter(content_tokens(ground_truth))
+    answer_bag = _bag(content_tokens(answer))
+    gt_bag = _bag(content_tokens(ground_truth))
     asked = set(content_tokens(query)) if query else set()
     new_bag = Counter({t: n for t, n in gt_bag.items() if t not in asked}) if asked else gt_bag
     p, r, f1 = _overlap(answer_bag, gt_bag)
@@ -429,7 +429,7 @@ def answer_facts(
         else ()
     )
     coverage: float | None = None
-    points = [(k, Counter(content_tokens(k))) for k in keypoints]
+    points = [(k, _bag(content_tokens(k))) for k in keypoints]
     points = [(k, bag) for k, bag in points if bag]
     first_hit: bool | None = None
     if points:
@@ -504,12 +504,12 @@ def _keypoint_in(kp: str, bag: Counter[str], text: str) -> bool:
         )
         if not bag:
             return True
-    return _overlap(Counter(content_tokens(text)), bag)[1] >= _KEYPOINT_RECALL
+    return _overlap(_bag(content_tokens(text)), bag)[1] >= _KEYPOINT_RECALL
 
 
 def states_keypoint(keypoint: str, text: str) -> bool:
     """Whether ``text`` states ``keypoint`` (all its numbers, half its other words)."""
-    return _keypoint_in(keypoint, Counter(content_tokens(keypoint)), text)
+    return _keypoint_in(keypoint, _bag(content_tokens(keypoint)), text)
 
 
 def missing_facts(example: Example, answer: str) -> tuple[str, ...]:
@@ -519,6 +519,25 @@ def missing_facts(example: Example, answer: str) -> tuple[str, ...]:
     if example.keypoints:
         return tuple(kp for kp in example.keypoints if not states_keypoint(kp, text))
     return gt_coverage(example.answer, text).missing
+
+
+#: English number words as the digits a text may give instead ("nine" / "9")
+_NUMBER_WORDS = {
+    w: str(i)
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen "
+        "fourteen fifteen sixteen seventeen eighteen nineteen twenty".split()
+    )
+} | {
+    w: str(10 * i)
+    for i, w in enumerate("thirty forty fifty sixty seventy eighty ninety".split(), 3)
+}
+
+
+def _bag(tokens: Sequence[str]) -> Counter[str]:
+    """Token counts with English number words written as digits ("nine" -> "9"), so a
+    number given in the other form is the same token on both sides."""
+    return Counter(_NUMBER_WORDS.get(t, t) for t in tokens)
 
 
 def _judgement(example: Example, label: AnswerLabel, reason: str, rule: str) -> Judgement:
@@ -566,10 +585,10 @@ def gt_units(ground_truth: str) -> tuple[str, ...]:
 def gt_coverage(ground_truth: str, answer: str) -> GTCoverage:
     """Which fact units of the ground truth the answer covers (see :class:`GTCoverage`)."""
     units = gt_units(ground_truth)
-    bag = Counter(content_tokens(answer))
+    bag = _bag(content_tokens(answer))
     covered = []
     for unit in units:
-        words = Counter(content_tokens(unit))
+        words = _bag(content_tokens(unit))
         recall = _overlap(bag, words)[1] if words else 0.0
         ok = recall >= _UNIT_RECALL
         covered.append(ok and _states_all_values(unit, answer))
@@ -645,7 +664,7 @@ def _gt_facts_stated(example: Example, answer: str, coverage: GTCoverage) -> tup
     out += [u for u, hit in zip(coverage.units, coverage.covered, strict=True) if hit]
     q_tokens = set(content_tokens(example.query))
     for kp in example.keypoints:
-        bag = Counter(content_tokens(kp))
+        bag = _bag(content_tokens(kp))
         if set(bag) <= q_tokens:
             continue
         if _keypoint_in(kp, bag, answer):
@@ -830,9 +849,7 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
     if facts.keypoint_coverage is not None and facts.keypoint_coverage < 1.0:
         for point in example.keypoints:
             conflict = slot_conflict(point, committed, example.query)
-            if conflict is not None and not _keypoint_in(
-                point, Counter(content_tokens(point)), ans
-            ):
+            if conflict is not None and not _keypoint_in(point, _bag(content_tokens(point)), ans):
                 return _judgement(
                     example,
                     AnswerLabel.INCORRECT,
