@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "diagnose",
     "calibrate",
     "label",
+    "tune_retrieval",
 )
 
 app = typer.Typer(
