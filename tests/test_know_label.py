@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from know_helpers import cli, no_llm_env  # noqa: F401 (autouse fixture)
 from llm_server import LocalLLMServer, last_user
-from ragtriage.cli import main
 from ragtriage.config import LLMConfig
 from ragtriage.diagnosis.votes import summarize_label_votes
 from ragtriage.errors import InputError
@@ -28,20 +28,6 @@ from ragtriage.know import (
     rules_label,
 )
 from ragtriage.llm import LLMRunner
-
-
-@pytest.fixture(autouse=True)
-def _no_llm_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("RAGTRIAGE_LLM_BASE_URL", "RAGTRIAGE_LLM_MODEL", "RAGTRIAGE_LLM_API_KEY"):
-        monkeypatch.delenv(var, raising=False)
-
-
-def _cli(*args: str) -> int:
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    code = exc.value.code
-    return 0 if code is None else int(code)
-
 
 CTX_EN = (
     "The Sierra Alta wind farm in Andalusia was commissioned on 12 May 2022. "
@@ -200,7 +186,7 @@ def test_parse_mix() -> None:
 
 def test_label_cli_offline_demo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "lab"
-    assert _cli("label", "demo", "--out", str(out)) == 0
+    assert cli("label", "demo", "--out", str(out)) == 0
     text = capsys.readouterr().out
     assert "offline rules labeller" in text and "labels in the dataset" in text
     rows = [json.loads(line) for line in (out / "labels.jsonl").read_text().splitlines()]
@@ -219,12 +205,10 @@ def test_label_cli_llm_and_dry_run(
     cache = str(tmp_path / "c.sqlite")
     out = tmp_path / "dry"
     assert (
-        _cli("label", "demo", "--limit", "3", "--out", str(out), "--cache", cache, "--dry-run") == 0
+        cli("label", "demo", "--limit", "3", "--out", str(out), "--cache", cache, "--dry-run") == 0
     )
     assert llm_server.chat_requests == 0 and not out.exists()
-    assert (
-        _cli("label", "demo", "--limit", "3", "-k", "2", "--out", str(out), "--cache", cache) == 0
-    )
+    assert cli("label", "demo", "--limit", "3", "-k", "2", "--out", str(out), "--cache", cache) == 0
     rows = [json.loads(line) for line in (out / "labels.jsonl").read_text().splitlines()]
     assert [r["label"] for r in rows] == ["summary"] * 3
     assert all(r["votes"] == ["summary", "summary"] for r in rows)
@@ -258,7 +242,7 @@ def test_agree_task_label(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     )
     report_path = tmp_path / "r.json"
     assert (
-        _cli(
+        cli(
             "agree",
             str(machine),
             "--task",
@@ -277,7 +261,7 @@ def test_agree_task_label(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "κ(A_i, M−A_i)" in capsys.readouterr().out
     bad = tmp_path / "bad.csv"
     bad.write_text("example_id,label\n1,facts\n")
-    assert _cli("agree", str(machine), "--task", "label", "--labels", str(bad)) == 2
+    assert cli("agree", str(machine), "--task", "label", "--labels", str(bad)) == 2
     assert "bad.csv:2:label" in capsys.readouterr().err
 
 
@@ -290,5 +274,5 @@ def test_label_agreement_single_annotator_note() -> None:
 
 
 def test_label_cli_rejects_bad_labeller(tmp_path: Path) -> None:
-    assert _cli("label", "demo", "--labeller", "magic", "--out", str(tmp_path)) == 2
+    assert cli("label", "demo", "--labeller", "magic", "--out", str(tmp_path)) == 2
     assert asyncio.iscoroutinefunction(LLMLabeller.label_many)

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import yaml
 
+from know_helpers import cli, no_llm_env  # noqa: F401 (autouse fixture)
 from ragtriage.chunking import make_chunker
-from ragtriage.cli import main
 from ragtriage.config import PipelineConfig, load_config
 from ragtriage.data import Dataset
 from ragtriage.embedding import HashEmbedder, Vectors
@@ -136,13 +136,6 @@ def test_scan_figures_and_table() -> None:
     assert np.isfinite([c.recall for c in result.cells]).all()
 
 
-def _cli(*args: str) -> int:
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    code = exc.value.code
-    return 0 if code is None else int(code)
-
-
 def test_tune_retrieval_cli_writes_a_config_run_accepts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -154,7 +147,7 @@ def test_tune_retrieval_cli_writes_a_config_run_accepts(
     cfg_path = tmp_path / "cfg.yaml"
     cfg_path.write_text(yaml.safe_dump(_cfg().model_dump(mode="json")))
     out = tmp_path / "tune"
-    code = _cli(
+    code = cli(
         "tune-retrieval",
         str(ddir),
         "--config",
@@ -172,7 +165,7 @@ def test_tune_retrieval_cli_writes_a_config_run_accepts(
     assert best.embedding.model == "hash"
     run_dir = tmp_path / "run"
     assert (
-        _cli(
+        cli(
             "run",
             "--data",
             str(ddir),
@@ -185,4 +178,4 @@ def test_tune_retrieval_cli_writes_a_config_run_accepts(
         == 0
     )
     assert (run_dir / "traces.jsonl").exists()
-    assert _cli("tune-retrieval", str(ddir), "--weights", "0,2", "--out", str(out)) == 2
+    assert cli("tune-retrieval", str(ddir), "--weights", "0,2", "--out", str(out)) == 2

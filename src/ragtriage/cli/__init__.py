@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "calibrate",
     "label",
     "tune_retrieval",
+    "testset",
 )
 
 app = typer.Typer(

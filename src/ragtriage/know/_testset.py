@@ -1,0 +1,222 @@
+"""Balanced synthetic test sets (seed 001 §6): drafts from a generator (offline
+templates, the App. E simple prompt, the App. G statement pipeline or a fine-tuned
+seq2seq model), the eight App. I critiques with thresholds, near-duplicate removal and
+per-label quotas from ``--mix``; the kept drafts become a valid ``examples.jsonl``
+whose references locate in their source chunks.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from rapidfuzz import fuzz
+
+from ragtriage.config import ChunkingConfig
+from ragtriage.know._critique import (
+    DEFAULT_THRESHOLDS,
+    CritiqueInput,
+    RulesCritic,
+    failed_critiques,
+)
+from ragtriage.know._offline_gen import Draft
+from ragtriage.know._taxonomy import LABELS
+from ragtriage.records import Chunk, Document, Example
+
+__all__ = [
+    "DEFAULT_MIX",
+    "TESTSET_CHUNKING",
+    "Critic",
+    "DraftGenerator",
+    "TestsetResult",
+    "corpus_chunks",
+    "generate_testset",
+    "quotas",
+]
+
+DEFAULT_MIX: Mapping[str, float] = {
+    "fact_single": 0.4,
+    "summary": 0.25,
+    "reasoning": 0.25,
+    "unanswerable": 0.1,
+}
+#: sections of Markdown documents make natural contexts for statements and summaries
+TESTSET_CHUNKING = ChunkingConfig(strategy="structure", size=160)
+
+
+class DraftGenerator(Protocol):
+    name: str
+
+    async def draft_list(self, chunk: Chunk, label: str) -> list[Draft]: ...
+
+
+class Critic(Protocol):
+    name: str
+
+    async def critique_many(
+        self, items: Sequence[CritiqueInput]
+    ) -> list[dict[str, float | None]]: ...
+
+
+@dataclass
+class TestsetResult:
+    examples: list[Example]
+    rejected: list[dict[str, object]]
+    quotas: dict[str, int]
+    drafted: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def quotas(limit: int, mix: Mapping[str, float]) -> dict[str, int]:
+    """``limit`` split by ``mix`` (largest remainder, ties in taxonomy order)."""
+    total = sum(mix.values())
+    raw = {lab: limit * mix.get(lab, 0.0) / total for lab in LABELS}
+    seats = {lab: int(v) for lab, v in raw.items()}
+    left = limit - sum(seats.values())
+    for lab in sorted(LABELS, key=lambda lab: (-(raw[lab] - seats[lab]), LABELS.index(lab)))[:left]:
+        seats[lab] += 1
+    return {lab: n for lab, n in seats.items() if n > 0}
+
+
+def corpus_chunks(
+    documents: Sequence[Document], cfg: ChunkingConfig = TESTSET_CHUNKING
+) -> list[Chunk]:
+    from ragtriage.chunking import make_chunker
+
+    chunker = make_chunker(cfg)
+    return [c for d in documents for c in chunker.chunk(d)]
+
+
+def _is_duplicate(question: str, kept: Sequence[str], threshold: float) -> str | None:
+    for other in kept:
+        if fuzz.token_set_ratio(question, other) >= threshold:
+            return other
+    return None
+
+
+async def generate_testset(
+    documents: Sequence[Document],
+    generator: DraftGenerator,
+    critic: Critic,
+    *,
+    mix: Mapping[str, float] = DEFAULT_MIX,
+    limit: int = 40,
+    thresholds: Mapping[str, float] = DEFAULT_THRESHOLDS,
+    dedup_threshold: float = 90.0,
+    seed: int = 0,
+    chunks: Sequence[Chunk] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> TestsetResult:
+    """Draft, critique, de-duplicate and select ``limit`` examples in ``mix``."""
+    chunk_list = list(chunks) if chunks is not None else corpus_chunks(documents)
+    want = quotas(limit, mix)
+    rng = random.Random(seed)
+    order = list(chunk_list)
+    rng.shuffle(order)
+    kept: dict[str, list[tuple[Draft, dict[str, float | None]]]] = {lab: [] for lab in want}
+    questions: list[str] = []
+    rejected: list[dict[str, object]] = []
+    drafted = 0
+    done = 0
+    batch = 8
+    for label, quota in want.items():
+        cursor = 0
+        # unanswerable questions are about entities: one per document is plenty
+        used_docs: set[str] = set()
+        while len(kept[label]) < quota and cursor < len(order):
+            pending: list[Draft] = []
+            while len(pending) < batch and cursor < len(order):
+                chunk = order[cursor]
+                cursor += 1
+                if label == "unanswerable" and chunk.doc_id in used_docs:
+                    continue
+                found = await generator.draft_list(chunk, label)
+                if found:
+                    pick = found[rng.randrange(len(found))]  # seed 001: a random statement
+                    pending.append(pick)
+                    used_docs.add(chunk.doc_id)
+            drafted += len(pending)
+            scores = await critic.critique_many(
+                [
+                    CritiqueInput(
+                        d.context, d.question, d.answer, answerable=d.label != "unanswerable"
+                    )
+                    for d in pending
+                ]
+            )
+            for draft, score in zip(pending, scores, strict=True):
+                failed = failed_critiques(score, thresholds, draft.label != "unanswerable")
+                if draft.label != "unanswerable" and not draft.references:
+                    failed.append("no verbatim evidence for the answer in the chunk")
+                dup = None if failed else _is_duplicate(draft.question, questions, dedup_threshold)
+                if failed or dup is not None or len(kept[label]) >= quota:
+                    reason = (
+                        "critiques: " + "; ".join(failed)
+                        if failed
+                        else f"near-duplicate of {dup!r}"
+                        if dup is not None
+                        else "quota full"
+                    )
+                    rejected.append(_rejected_row(draft, score, reason))
+                    continue
+                kept[label].append((draft, score))
+                questions.append(draft.question)
+                done += 1
+                if on_progress is not None:
+                    on_progress(done, limit)
+    notes = [
+        f"{lab}: {len(kept[lab])} of {n} kept (the corpus gave no more that passed the critiques)"
+        for lab, n in want.items()
+        if len(kept[lab]) < n
+    ]
+    examples = [
+        _example(i, draft, score)
+        for i, (draft, score) in enumerate((pair for lab in want for pair in kept[lab]), start=1)
+    ]
+    return TestsetResult(examples, rejected, want, drafted, notes)
+
+
+def _rejected_row(
+    draft: Draft, scores: Mapping[str, float | None], reason: str
+) -> dict[str, object]:
+    return {
+        "question": draft.question,
+        "answer": draft.answer,
+        "intended_label": draft.label,
+        "doc_id": draft.doc_id,
+        "source_chunk_ids": list(draft.chunk_ids),
+        "generator": draft.generator,
+        "critiques": {k: ("undetermined" if v is None else v) for k, v in scores.items()},
+        "rejected": reason,
+    }
+
+
+def _example(index: int, draft: Draft, scores: Mapping[str, float | None]) -> Example:
+    metadata: dict[str, object] = {
+        "intended_label": draft.label,
+        "generator": draft.generator,
+        "source_chunk_ids": list(draft.chunk_ids),
+        "critiques": {k: ("undetermined" if v is None else v) for k, v in scores.items()},
+        **draft.extra,
+    }
+    if draft.generator == "offline-template":
+        metadata["quality"] = "offline template (lower quality than the LLM pipeline)"
+    return Example.model_validate(
+        {
+            "example_id": f"gen-{index:04d}",
+            "query": draft.question,
+            "answer": draft.answer,
+            "answerable": draft.label != "unanswerable",
+            "doc_ids": [draft.doc_id],
+            "references": list(draft.references),
+            "label": draft.label,
+            "language": draft.language,
+            "metadata": metadata,
+        }
+    )
+
+
+def rules_critic(documents: Sequence[Document]) -> RulesCritic:
+    return RulesCritic([d.text for d in documents])
