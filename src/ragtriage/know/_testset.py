@@ -107,6 +107,7 @@ async def generate_testset(
     dedup_threshold: float = 90.0,
     seed: int = 0,
     chunks: Sequence[Chunk] | None = None,
+    max_chunks_per_example: int = 20,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> TestsetResult:
     """Draft, critique, de-duplicate and select ``limit`` examples in ``mix``."""
@@ -125,9 +126,11 @@ async def generate_testset(
         cursor = 0
         # unanswerable questions are about entities: one per document is plenty
         used_docs: set[str] = set()
-        while len(kept[label]) < quota and cursor < len(order):
+        # a generator that keeps failing on this corpus is not asked about every chunk
+        budget = min(len(order), max_chunks_per_example * quota + batch)
+        while len(kept[label]) < quota and cursor < budget:
             pending: list[Draft] = []
-            while len(pending) < batch and cursor < len(order):
+            while len(pending) < batch and cursor < budget:
                 chunk = order[cursor]
                 cursor += 1
                 if label == "unanswerable" and chunk.doc_id in used_docs:

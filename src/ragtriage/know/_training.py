@@ -4,6 +4,7 @@ uses such a fine-tuned model (``--generator seq2seq:PATH``, the ``train`` extra)
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -87,7 +88,7 @@ class Seq2SeqGenerator:
         self, path: str, documents: Sequence[Document], *, max_new_tokens: int = 96
     ) -> None:
         try:
-            import transformers
+            transformers: Any = importlib.import_module("transformers")
         except ImportError as exc:  # pragma: no cover - depends on the extra
             raise InputError(
                 "--generator seq2seq needs `pip install 'ragtriage[train]'`", field="--generator"
