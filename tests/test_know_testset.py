@@ -239,3 +239,39 @@ def test_export_training_and_bad_arguments(tmp_path: Path) -> None:
     assert cli("testset", "--demo", "--out", str(out), "--mix", "facts:1") == 2
     assert cli("testset", "--out", str(out)) == 2
     assert cli("testset", "--demo", "--out", str(out), "--threshold", "nope=3") == 2
+
+
+async def test_small_chinese_corpus_keeps_the_mix() -> None:
+    from ragtriage.data import Dataset
+    from ragtriage.know import RulesLabeller, composition, generate_testset, items_of
+
+    demo = load_demo()
+    docs = [d for d in demo.documents if d.doc_id.startswith("zh-")]
+    chunks = corpus_chunks(docs)
+    mix = {"fact_single": 0.2, "summary": 0.2, "reasoning": 0.5, "unanswerable": 0.1}
+    result = await generate_testset(
+        docs,
+        OfflineGenerator(docs, chunks),
+        RulesCritic([d.text for d in docs]),
+        mix=mix,
+        limit=40,
+        chunks=chunks,
+    )
+    assert any("keep_mix" in n for n in result.notes)  # too few reasoning drafts for 20
+    assert 10 <= len(result.examples) < 40
+    assert any(r["rejected"] == "trimmed to keep the requested mix" for r in result.rejected)
+    data = Dataset(name="zh", documents=tuple(docs), examples=tuple(result.examples))
+    comp = composition(await RulesLabeller().label_many(items_of(data)), "zh", intended=mix)
+    gap = comp.max_gap()
+    assert gap is not None and gap <= 0.10
+    assert all(e.language == "zh" for e in result.examples)
+    unfilled = await generate_testset(
+        docs,
+        OfflineGenerator(docs, chunks),
+        RulesCritic([d.text for d in docs]),
+        mix=mix,
+        limit=40,
+        chunks=chunks,
+        keep_mix=False,
+    )
+    assert len(unfilled.examples) > len(result.examples)

@@ -66,6 +66,12 @@ def register(app: typer.Typer) -> None:
             90.0, "--dedup", min=0, max=100, help="rapidfuzz token_set_ratio for near-duplicates."
         ),
         seed: int = typer.Option(0, "--seed", help="Random seed (chunk order, statements)."),
+        keep_mix: bool = typer.Option(
+            True,
+            "--keep-mix/--fill",
+            help="When a label cannot fill its quota, trim the others to keep the mix "
+            "(default), or keep every question that passed (--fill).",
+        ),
         config: Path | None = typer.Option(None, "--config", help="YAML/TOML (llm section)."),
         dry_run: bool = typer.Option(
             False, "--dry-run", help="Estimate LLM calls and tokens; call and write nothing."
@@ -98,6 +104,7 @@ def register(app: typer.Typer) -> None:
             thresholds=_thresholds(threshold),
             dedup=dedup,
             seed=seed,
+            keep_mix=keep_mix,
             config=config,
             dry_run=dry_run,
             no_cache=no_cache,

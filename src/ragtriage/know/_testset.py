@@ -108,9 +108,16 @@ async def generate_testset(
     seed: int = 0,
     chunks: Sequence[Chunk] | None = None,
     max_chunks_per_example: int = 20,
+    passes: int = 3,
+    keep_mix: bool = True,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> TestsetResult:
-    """Draft, critique, de-duplicate and select ``limit`` examples in ``mix``."""
+    """Draft, critique, de-duplicate and select ``limit`` examples in ``mix``.
+
+    Each chunk gives one draft per label and pass (a random one of its statements, seed
+    001 §6 step 3); a small corpus gets up to ``passes`` passes. When a label cannot
+    fill its quota and ``keep_mix`` is set, the other labels are trimmed so that the
+    kept set still has the requested proportions (fewer questions, same balance)."""
     chunk_list = list(chunks) if chunks is not None else corpus_chunks(documents)
     want = quotas(limit, mix)
     rng = random.Random(seed)
@@ -122,24 +129,29 @@ async def generate_testset(
     drafted = 0
     done = 0
     batch = 8
+    visits = [(chunk, p) for p in range(passes) for chunk in order]
     for label, quota in want.items():
         cursor = 0
-        # unanswerable questions are about entities: one per document is plenty
-        used_docs: set[str] = set()
+        # unanswerable questions are about entities: one per document and pass
+        used_docs: set[tuple[str, int]] = set()
         # a generator that keeps failing on this corpus is not asked about every chunk
-        budget = min(len(order), max_chunks_per_example * quota + batch)
+        budget = min(len(visits), max_chunks_per_example * quota + batch)
+        found_of: dict[str, list[Draft]] = {}
         while len(kept[label]) < quota and cursor < budget:
             pending: list[Draft] = []
             while len(pending) < batch and cursor < budget:
-                chunk = order[cursor]
+                chunk, pass_no = visits[cursor]
                 cursor += 1
-                if label == "unanswerable" and chunk.doc_id in used_docs:
+                if label == "unanswerable" and (chunk.doc_id, pass_no) in used_docs:
                     continue
-                found = await generator.draft_list(chunk, label)
-                if found:
-                    pick = found[rng.randrange(len(found))]  # seed 001: a random statement
-                    pending.append(pick)
-                    used_docs.add(chunk.doc_id)
+                if chunk.chunk_id not in found_of:
+                    drafts = list(await generator.draft_list(chunk, label))
+                    rng.shuffle(drafts)  # seed 001: a random statement
+                    found_of[chunk.chunk_id] = drafts
+                found = found_of[chunk.chunk_id]
+                if pass_no < len(found):
+                    pending.append(found[pass_no])
+                    used_docs.add((chunk.doc_id, pass_no))
             drafted += len(pending)
             scores = await critic.critique_many(
                 [
@@ -174,6 +186,18 @@ async def generate_testset(
         for lab, n in want.items()
         if len(kept[lab]) < n
     ]
+    if keep_mix and notes:
+        scale = min(len(kept[lab]) / n for lab, n in want.items())
+        trimmed = quotas(max(1, round(limit * scale)), mix) if scale > 0 else {}
+        for lab in want:
+            keep_n = min(len(kept[lab]), trimmed.get(lab, 0))
+            for draft, score in kept[lab][keep_n:]:
+                rejected.append(_rejected_row(draft, score, "trimmed to keep the requested mix"))
+            kept[lab] = kept[lab][:keep_n]
+        notes.append(
+            f"kept {sum(len(v) for v in kept.values())} of {limit} so that the labels keep the "
+            "requested proportions (keep_mix)"
+        )
     examples = [
         _example(i, draft, score)
         for i, (draft, score) in enumerate((pair for lab in want for pair in kept[lab]), start=1)

@@ -3,7 +3,7 @@ re-label it and report intended vs measured composition."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -17,7 +17,7 @@ from ragtriage.know._llm import LLMLabeller
 from ragtriage.know._llm_gen import SimplePromptGenerator, StatementGenerator
 from ragtriage.know._offline_gen import OfflineGenerator
 from ragtriage.know._rules import RulesLabeller
-from ragtriage.know._taxonomy import items_of, parse_mix
+from ragtriage.know._taxonomy import LabelDecision, items_of, parse_mix
 from ragtriage.know._testset import DraftGenerator, TestsetResult, corpus_chunks, generate_testset
 from ragtriage.know._training import SOURCE_CHUNKS, Seq2SeqGenerator
 from ragtriage.llm import LLMRunner
@@ -61,6 +61,7 @@ def run_testset_command(
     dedup: float,
     seed: int,
     config: Path | None,
+    keep_mix: bool = True,
     dry_run: bool,
     no_cache: bool,
     cache: Path | None,
@@ -142,6 +143,7 @@ def run_testset_command(
                 dedup_threshold=dedup,
                 seed=seed,
                 chunks=chunks,
+                keep_mix=keep_mix,
                 on_progress=lambda done, total: bar.update(task, completed=done),
             )
 
@@ -175,6 +177,7 @@ def run_testset_command(
         intended=wanted,
     )
     _print(console, comp, result, generator, critic)
+    _print_confusion(console, decisions)
     out.mkdir(parents=True, exist_ok=True)
     write_jsonl(out / "examples.jsonl", result.examples)
     write_jsonl(out / "documents.jsonl", documents)
@@ -228,6 +231,24 @@ def _print(
         f"{len(result.rejected)} rejected candidates (critique scores and reasons in rejected.jsonl)",
         highlight=False,
     )
+
+
+def _print_confusion(console: Console, decisions: Sequence[LabelDecision]) -> None:
+    """Seed 001 Fig. 2: the measured labels of each requested label."""
+    from rich.table import Table
+
+    from ragtriage.know._agree import label_agreement
+
+    intended = {d.example_id: d.given_label or "" for d in decisions if d.given_label}
+    report = label_agreement({"intended": intended}, {d.example_id: d.label for d in decisions})
+    table = Table(title="requested label (rows) vs re-labelled (columns), seed 001 Fig. 2")
+    table.add_column("requested")
+    for col in (*report.labels, "undetermined"):
+        table.add_column(col, justify="right")
+    for name, row in zip(report.labels, report.matrix, strict=True):
+        if sum(row):
+            table.add_row(name, *(str(v) for v in row))
+    console.print(table)
 
 
 def _readme(generator: str, critic: str, comp: Composition) -> str:
