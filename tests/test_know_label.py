@@ -276,3 +276,23 @@ def test_label_agreement_single_annotator_note() -> None:
 def test_label_cli_rejects_bad_labeller(tmp_path: Path) -> None:
     assert cli("label", "demo", "--labeller", "magic", "--out", str(tmp_path)) == 2
     assert asyncio.iscoroutinefunction(LLMLabeller.label_many)
+
+
+def test_label_cli_several_datasets(tmp_path: Path) -> None:
+    from ragtriage.jsonl import write_jsonl
+    from ragtriage.records import Document, Example
+
+    data = tmp_path / "mine"
+    data.mkdir()
+    write_jsonl(data / "documents.jsonl", [Document(doc_id="d", text=CTX_EN)])
+    write_jsonl(
+        data / "examples.jsonl",
+        [Example(example_id="q", query="How many turbines?", answer="36", doc_ids=["d"])],
+    )
+    out = tmp_path / "lab"
+    assert cli("label", "demo", str(data), "--out", str(out)) == 0
+    rows = [json.loads(line) for line in (out / "labels.jsonl").read_text().splitlines()]
+    assert {r["dataset"] for r in rows} == {"demo", str(data)}
+    table = list(csv.DictReader((out / "composition.csv").open()))
+    assert len({r["dataset"] for r in table}) == 3  # demo given + demo rules + mine rules
+    assert "mine (rules labels)" in (out / "composition.html").read_text()

@@ -243,7 +243,12 @@ def test_export_training_and_bad_arguments(tmp_path: Path) -> None:
 
 async def test_small_chinese_corpus_keeps_the_mix() -> None:
     from ragtriage.data import Dataset
-    from ragtriage.know import RulesLabeller, composition, generate_testset, items_of
+    from ragtriage.know import (
+        RulesLabeller,
+        composition,
+        generate_testset,
+        items_of,
+    )
 
     demo = load_demo()
     docs = [d for d in demo.documents if d.doc_id.startswith("zh-")]

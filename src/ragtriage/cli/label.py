@@ -14,8 +14,10 @@ __all__ = ["register"]
 def register(app: typer.Typer) -> None:
     @app.command("label")
     def label(
-        data: str = typer.Argument(
-            ..., help="Dataset (file or directory any loader reads), or 'demo'."
+        data: list[str] = typer.Argument(
+            ...,
+            help="Dataset(s) (file or directory any loader reads, or 'demo'); several give "
+            "one composition per dataset (seed 001 Fig. 1).",
         ),
         out: Path = typer.Option(
             Path("runs/label"), "--out", help="Output directory (labels.jsonl, composition.*)."
@@ -37,10 +39,13 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Label every (context, question) pair fact_single | summary | reasoning |
         unanswerable, and report the label composition (terminal, CSV, HTML)."""
+        from dataclasses import replace
+
         from rich.table import Table
 
         from ragtriage.config import load_config
         from ragtriage.know import (
+            LabelDecision,
             LLMLabeller,
             RulesLabeller,
             composition,
@@ -61,34 +66,37 @@ def register(app: typer.Typer) -> None:
             labeller = "llm" if cfg.llm.with_env().configured else "rules"
             if labeller == "rules":
                 console.print("no LLM endpoint configured: using the offline rules labeller")
-        dataset = load_data(data, fmt)
-        items = items_of(dataset, limit=limit)
         runner = None
         if labeller == "llm":
             runner = open_runner(cfg.llm, dry_run=dry_run, no_cache=no_cache, cache=cache)
             engine: LLMLabeller | RulesLabeller = LLMLabeller(runner, k=k)
         else:
             engine = RulesLabeller()
+        datasets = [load_data(source, fmt) for source in data]
+
+        async def label_all() -> list[list[LabelDecision]]:
+            # one event loop for every dataset: the HTTP client's pool lives on it
+            return [await engine.label_many(items_of(d, limit=limit)) for d in datasets]
+
+        decisions: list[LabelDecision] = []
+        comps = []
         try:
-            decisions = run_sync(engine.label_many(items))
+            for source, dataset, labelled in zip(
+                data, datasets, run_sync(label_all()), strict=True
+            ):
+                if len(data) > 1:
+                    labelled = [replace(d, dataset=source) for d in labelled]
+                decisions.extend(labelled)
+                given = [replace(d, label=d.given_label or "") for d in labelled if d.given_label]
+                if given:
+                    comps.append(composition(given, f"{dataset.name} (labels in the dataset)"))
+                comps.append(composition(labelled, f"{dataset.name} ({labeller} labels)"))
         finally:
             if runner is not None:
                 runner.close()
         if runner is not None and dry_run:
             console.print(ledger_line(runner.ledger.summary(), estimate=True), highlight=False)
             return
-        comps = [composition(decisions, f"{dataset.name} ({labeller} labels)")]
-        given = [d for d in decisions if d.given_label]
-        if given:
-            from dataclasses import replace
-
-            comps.insert(
-                0,
-                composition(
-                    [replace(d, label=d.given_label or "") for d in given],
-                    f"{dataset.name} (labels in the dataset)",
-                ),
-            )
         for comp in comps:
             table = Table(title=f"{comp.name}: {comp.total} pairs")
             table.add_column("label")

@@ -67,9 +67,12 @@ class LabelDecision:
     mode_frequency: float | None = None
     given_label: str | None = None
     extra: Mapping[str, object] = field(default_factory=dict)
+    #: set when several datasets are labelled in one go
+    dataset: str | None = None
 
     def to_json(self) -> dict[str, object]:
-        return {
+        head: dict[str, object] = {} if self.dataset is None else {"dataset": self.dataset}
+        return head | {
             "example_id": self.example_id,
             "label": self.label,
             "reason": self.reason,
