@@ -179,3 +179,21 @@ def test_tune_retrieval_cli_writes_a_config_run_accepts(
     )
     assert (run_dir / "traces.jsonl").exists()
     assert cli("tune-retrieval", str(ddir), "--weights", "0,2", "--out", str(out)) == 2
+    labels = tmp_path / "labels"
+    assert cli("label", str(ddir), "--out", str(labels)) == 0
+    code = cli(
+        "tune-retrieval",
+        str(ddir),
+        "--config",
+        str(cfg_path),
+        "--labels",
+        str(labels),
+        "--out",
+        str(out),
+        "--no-rerank",
+        "--weights",
+        "0,0.5,1",
+    )
+    text = capsys.readouterr().out
+    assert code == 0 and f"labels from {labels}" in text
+    assert "reranker lexical" not in text and "best for inclusive" in text
