@@ -4,6 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP_DEV := $(VENV)/.stamp-dev
 STAMP_LOCAL := $(VENV)/.stamp-local
+STAMP_TRAIN := $(VENV)/.stamp-train
 DEMO_OUT ?= runs/demo
 # the LLM judge when an endpoint is configured, else the offline rules judge
 JUDGE ?= $(if $(RAGTRIAGE_LLM_BASE_URL),llm,rules)
@@ -19,6 +20,12 @@ $(STAMP_DEV): pyproject.toml | $(BIN)/python
 	touch $(STAMP_DEV)
 
 venv: $(STAMP_DEV)
+
+# torch/transformers/peft for the LoRA generator test (tests/test_know_lora.py); torch==2.13.0
+# is pinned in the extra: pip takes the CPU build this machine kind keeps on disk
+$(STAMP_TRAIN): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[train]'
+	touch $(STAMP_TRAIN)
 
 # Portable CPU flags: a native build may emit AMX instructions that a VM's CPU advertises
 # but traps on ("Illegal instruction"); --no-cache-dir keeps pip from reusing such a wheel.
@@ -51,7 +58,7 @@ browser-deps:
 		|| echo "warning: could not install chromium; the browser test will skip"; \
 	else echo "note: no /usr/bin/chromium and no root apt-get; the browser test will skip"; fi
 
-unit: $(STAMP_DEV) browser-deps
+unit: $(STAMP_DEV) $(STAMP_TRAIN) browser-deps
 	$(BIN)/python -m pytest -q
 
 test: lint typecheck unit

@@ -34,6 +34,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "mine",
     "critic_export",
     "import_",
+    "label",
+    "tune_retrieval",
+    "testset",
 )
 
 app = typer.Typer(

@@ -15,7 +15,14 @@ from dataclasses import dataclass
 
 from ragtriage.records import ErrorType, Vote
 
-__all__ = ["UNDETERMINED", "VoteSummary", "apportion_votes", "summarize_votes"]
+__all__ = [
+    "UNDETERMINED",
+    "LabelVoteSummary",
+    "VoteSummary",
+    "apportion_votes",
+    "summarize_label_votes",
+    "summarize_votes",
+]
 
 UNDETERMINED = "undetermined"
 _ORDER = {t: i for i, t in enumerate(ErrorType)}
@@ -151,3 +158,56 @@ def apportion_votes(scores: Mapping[ErrorType, float], k: int) -> list[Vote]:
     for t in sorted(seats, key=lambda t: _ORDER[t]):
         out.extend([t] * seats[t])
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class LabelVoteSummary:
+    """:func:`summarize_votes` for any closed label set (question-type labels of seed
+    001): the mode over determined votes, ties broken by the order of ``labels`` (and
+    recorded), the mode frequency over *all* K votes."""
+
+    votes: tuple[str, ...]
+    mode: str | None
+    mode_frequency: float | None
+    undetermined: int
+    ties: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """One line, e.g. ``votes: summary 3/5, fact_single 1/5, undetermined 1``."""
+        k = len(self.votes)
+        if self.mode is None:
+            return f"votes: all {k} undetermined"
+        counts = Counter(v for v in self.votes if v != UNDETERMINED)
+        parts = [f"{label} {c}/{k}" for label, c in counts.most_common()]
+        if self.undetermined:
+            parts.append(f"undetermined {self.undetermined}")
+        text = "votes: " + ", ".join(parts)
+        if self.ties:
+            text += f" (tie between {', '.join(self.ties)} broken by label order)"
+        return text
+
+
+def summarize_label_votes(votes: Sequence[str], labels: Sequence[str]) -> LabelVoteSummary:
+    """Mode and mode frequency of K label votes; a vote outside ``labels`` counts as
+    undetermined.
+
+    >>> s = summarize_label_votes(["summary", "fact_single", "summary", "junk"], ["fact_single", "summary"])
+    >>> (s.mode, s.mode_frequency, s.undetermined)
+    ('summary', 0.5, 1)
+    """
+    order = {label: i for i, label in enumerate(labels)}
+    normalized = tuple(v if v in order else UNDETERMINED for v in votes)
+    counts = Counter(v for v in normalized if v != UNDETERMINED)
+    undetermined = len(normalized) - sum(counts.values())
+    if not counts:
+        return LabelVoteSummary(normalized, None, None, undetermined)
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], order[kv[0]]))
+    mode, mode_count = ranked[0]
+    ties = tuple(label for label, c in ranked if c == mode_count)
+    return LabelVoteSummary(
+        normalized,
+        mode,
+        mode_count / len(normalized),
+        undetermined,
+        ties if len(ties) > 1 else (),
+    )

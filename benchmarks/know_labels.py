@@ -1,0 +1,52 @@
+"""Accuracy of the offline question-type labeller (ragtriage.know.RulesLabeller) against
+hand labels of demo questions (benchmarks/data/know/).
+
+``hand_labels.csv`` (40 items) was used while writing the rules, so its figure is
+optimistic; ``hand_labels_heldout.csv`` (30 other items) was labelled before the rules
+were run on it and was not tuned on. Also prints agreement with the labels the demo
+corpus ships with (written by other developers: a second annotator).
+
+    .venv/bin/python benchmarks/know_labels.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from ragtriage.data import load_demo
+from ragtriage.know import RulesLabeller, items_of, label_agreement, read_label_column
+
+HERE = Path(__file__).parent / "data" / "know"
+
+
+def main() -> None:
+    dataset = load_demo()
+    decisions = asyncio.run(RulesLabeller().label_many(items_of(dataset)))
+    machine = {d.example_id: d.label for d in decisions}
+    given = {e.example_id: e.label for e in dataset.examples if e.label}
+    for name in ("hand_labels.csv", "hand_labels_heldout.csv"):
+        human = read_label_column(HERE / name)
+        report = label_agreement(human, machine)
+        both = label_agreement({**human, "dataset": given}, machine)
+        ds_vs_hand = label_agreement(human, given)
+        print(
+            f"{name}: {report.items} items; rules vs hand accuracy {report.accuracy:.1%} "
+            f"kappa {report.kappa:.3f}; dataset labels vs hand accuracy "
+            f"{ds_vs_hand.accuracy:.1%} kappa {ds_vs_hand.kappa:.3f}"
+        )
+        for a in both.annotators:
+            print(
+                f"  two annotators (hand, dataset): {a.annotator}: "
+                f"kappa(A_i, M-A_i) {a.kappa_annotator:.3f}, "
+                f"kappa(rules, M-A_i) {a.kappa_labeller:.3f}"
+            )
+    all_given = label_agreement({"dataset": given}, machine)
+    print(
+        f"all {all_given.items} demo questions: rules vs dataset labels accuracy "
+        f"{all_given.accuracy:.1%} kappa {all_given.kappa:.3f}"
+    )
+
+
+if __name__ == "__main__":
+    main()

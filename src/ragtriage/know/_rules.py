@@ -1,0 +1,178 @@
+"""Offline question-type labeller: deterministic rules over context, question and answer
+(EN + ZH), each decision with the rule that made it.
+
+The rules follow the definitions of seed 001, Table 1 / App. D:
+
+1. the dataset marks the question unanswerable (or gives no answer and the question's
+   terms are not in the context) → ``unanswerable``;
+2. the answer holds a number that the context does not (a difference, a duration, a
+   product), or the question asks for a comparison, an order, an elapsed time or a
+   yes/no verdict → ``reasoning``;
+3. the answer's content words are (almost all) in the context → stated: one unit →
+   ``fact_single``; several units (clauses, list items, a question asking for several
+   things, "summarise", "which ... and ...") → ``summary``;
+4. part of the answer's words are in the context → ``reasoning`` (inferred from it);
+5. hardly any → ``unanswerable``.
+
+It is a heuristic, and its accuracy is measured, not assumed: see
+``benchmarks/know_labels.py`` (hand labels of demo questions).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ragtriage.know._taxonomy import LabelDecision, LabelItem
+from ragtriage.text import content_tokens, split_sentences
+
+__all__ = ["RulesLabeller", "rules_label"]
+
+#: share of the answer's content words found in the context above which it is "stated"
+STATED = 0.75
+#: the same when the question asks for several things
+SUMMARY_STATED = 0.5
+#: below this share the context does not support the answer at all
+UNSUPPORTED = 0.3
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_REASONING_EN = re.compile(
+    r"\b(how (much|long) (time |later |earlier )?(passed|elapsed|after|before|between|did .* take)"
+    r"|how (many|much) (\w+ )?(passed|elapsed|after|before|between|more|less|longer|fewer)"
+    r"|how many (days|weeks|months|years|hours|minutes) (after|before|passed|between|elapsed)"
+    r"|how long after|how long before|before or after|compare[ds]?|comparison|difference"
+    r"|(more|less|higher|lower|faster|slower|earlier|later|larger|smaller) than"
+    r"|which .{0,60}\b(more|less|higher|lower|faster|slower|earlier|later|larger|smaller|first|last)\b"
+    r"|why would|what would|would .* have|could .* have|if the\b|had .* been"
+    r"|in what order|chronolog|net (increase|decrease|change)|on average|in total|altogether"
+    r"|same (judge|court|person|company|doctor|hospital|day|year|\w+)|both)",
+    re.IGNORECASE,
+)
+_YES_NO_EN = re.compile(
+    r"^\s*(is|are|was|were|did|does|do|has|have|had|can|could|will|would|should)\b", re.I
+)
+_REASONING_ZH = re.compile(
+    r"(相隔|间隔|相差|多久|多长时间|先后|顺序|谁的.{0,12}更|哪.{0,8}更|比较|相比|对比|是否|吗[？?]?$"
+    r"|为什么会|如果|共计|合计|总共|一共|同一|之前还是之后|净增|增加了多少|减少了多少)"
+)
+_SUMMARY_EN = re.compile(
+    r"\b(summari[sz]e|summary|list|outline|describe|explain how|steps?|procedure|process"
+    r"|what (\w+ ){0,3}(setbacks|complications|measures|reasons|factors|events|changes|risks"
+    r"|symptoms|treatments|findings|terms|conditions|steps|actions|charges|products)"
+    r"|which (\w+ ){0,3}(and|,)|, and (how|what|which|when|where|who|from|by)|and (how|what|which|when|where|who) )",
+    re.IGNORECASE,
+)
+_SUMMARY_ZH = re.compile(
+    r"(概括|总结|简述|列出|列举|哪些|有哪些|步骤|流程|分别|以及|及其|经过|过程|情况)"
+)
+_UNIT_SPLIT = re.compile(r"[;；:：]|(?<=[,，、])\s*|\band\b")
+
+
+def _numbers(text: str) -> set[str]:
+    return {m.group().replace(",", "") for m in _NUMBER.finditer(text)}
+
+
+def _coverage(answer: str, context: str, question: str) -> tuple[float, int]:
+    """Share of the answer's content tokens (those not already in the question) found in
+    the context, and how many such tokens there were."""
+    ctx = set(content_tokens(context))
+    qtok = set(content_tokens(question))
+    toks = [t for t in content_tokens(answer) if t not in qtok] or content_tokens(answer)
+    if not toks:
+        return 0.0, 0
+    return sum(1 for t in toks if t in ctx) / len(toks), len(toks)
+
+
+def _units(answer: str) -> int:
+    """How many pieces of information the answer lists: sentences, clauses and list
+    items with their own content words (at least three of them)."""
+    pieces: list[str] = []
+    for sentence in split_sentences(answer) or []:
+        pieces.extend(p for p in _UNIT_SPLIT.split(sentence.text) if p)
+    return sum(1 for p in pieces if len(content_tokens(p)) >= 3)
+
+
+def _question_cue(question: str, patterns: Sequence[re.Pattern[str]]) -> str | None:
+    for pattern in patterns:
+        m = pattern.search(question)
+        if m is not None:
+            return m.group().strip()
+    return None
+
+
+def rules_label(item: LabelItem) -> LabelDecision:
+    """Label one pair; the reason names the rule and the evidence it used."""
+
+    def decide(label: str, reason: str) -> LabelDecision:
+        return LabelDecision(
+            example_id=item.example_id,
+            label=label,
+            reason=reason,
+            labeller="rules",
+            votes=(label,),
+            mode_frequency=1.0,
+            given_label=item.given_label,
+        )
+
+    q = item.question
+    answer = item.answer.strip()
+    source = f"{item.context}\n{item.documents}"
+    if not item.answerable:
+        return decide("unanswerable", "the dataset marks the question unanswerable")
+    if not item.context.strip():
+        return decide("unanswerable", "no ground-truth context to answer from")
+    reasoning_cue = _question_cue(q, (_REASONING_EN, _REASONING_ZH))
+    if reasoning_cue is None and _YES_NO_EN.search(q):
+        reasoning_cue = "a yes/no question"
+    summary_cue = _question_cue(q, (_SUMMARY_EN, _SUMMARY_ZH))
+    if not answer:
+        qcov, _ = _coverage(q, item.context, "")
+        if qcov < UNSUPPORTED:
+            return decide(
+                "unanswerable",
+                f"no answer given and only {qcov:.0%} of the question's words are in the context",
+            )
+        if reasoning_cue:
+            return decide("reasoning", f"no answer given; the question asks {reasoning_cue!r}")
+        if summary_cue:
+            return decide("summary", f"no answer given; the question asks {summary_cue!r}")
+        return decide("fact_single", "no answer given; a plain question about the context")
+    derived = sorted(_numbers(answer) - _numbers(source) - _numbers(q))
+    if derived:
+        return decide(
+            "reasoning",
+            f"the answer's value(s) {', '.join(derived[:3])} are not in the context: derived from it",
+        )
+    if reasoning_cue:
+        return decide("reasoning", f"the question asks {reasoning_cue!r}: inferred, not stated")
+    cov, n = _coverage(answer, source, q)
+    if cov >= (SUMMARY_STATED if summary_cue else STATED):
+        units = _units(answer)
+        if summary_cue:
+            return decide(
+                "summary",
+                f"stated in the context ({cov:.0%} of the answer's words); the question asks {summary_cue!r}",
+            )
+        if units >= 3 or (units >= 2 and n >= 12):
+            return decide(
+                "summary",
+                f"stated in the context ({cov:.0%} of the answer's words) in {units} parts",
+            )
+        return decide(
+            "fact_single", f"stated in the context ({cov:.0%} of the answer's words), one unit"
+        )
+    if cov >= UNSUPPORTED:
+        return decide(
+            "reasoning",
+            f"only {cov:.0%} of the answer's words are in the context: inferred, not stated",
+        )
+    return decide("unanswerable", f"only {cov:.0%} of the answer's words are in the context")
+
+
+class RulesLabeller:
+    """The offline labeller (see the module docstring)."""
+
+    name = "rules"
+
+    async def label_many(self, items: Sequence[LabelItem]) -> list[LabelDecision]:
+        return [rules_label(i) for i in items]
