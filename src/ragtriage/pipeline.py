@@ -299,7 +299,9 @@ class Pipeline:
             t0 = time.perf_counter()
             chunks = _chunk_corpus(cfg, dataset, emb)
             t1 = time.perf_counter()
-            retriever = build_retriever(cfg.retrieval, chunks, emb, on_progress=on_index_progress)
+            retriever = build_retriever(
+                cfg.retrieval, chunks, emb, on_progress=on_index_progress, index=cfg.index
+            )
             t2 = time.perf_counter()
         except BaseException:
             if runner is not None:

@@ -139,7 +139,7 @@ class PipelineParts:
             raise InputError(f"duplicate chunk id {dup!r}", field="chunk_id")
         t1 = time.perf_counter()
         vectors = _embed(cfg, emb, chunks)
-        retriever = build_retriever(cfg.retrieval, chunks, emb, vectors=vectors)
+        retriever = build_retriever(cfg.retrieval, chunks, emb, vectors=vectors, index=cfg.index)
         t2 = time.perf_counter()
         runner: LLMRunner | None = None
         if _needs_llm(cfg) and (llm_client is not None or cfg.llm.with_env().configured):
