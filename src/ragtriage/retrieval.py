@@ -25,6 +25,7 @@ import json
 import os
 import shutil
 import tempfile
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Protocol, runtime_checkable
@@ -32,7 +33,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from ragtriage.config import IndexConfig, RetrievalConfig
+from ragtriage.config import IndexConfig, PipelineConfig, RetrievalConfig
 from ragtriage.embedding import Embedder, embed_documents, embed_queries
 from ragtriage.errors import ConfigError, InputError
 from ragtriage.index.ann import HNSWParams, ann_available
@@ -42,11 +43,13 @@ from ragtriage.index.fusion import rrf, weighted_fusion
 from ragtriage.records import Chunk, Hit
 
 __all__ = [
+    "BatchRetriever",
     "ChunkTable",
     "IndexedRetriever",
     "Retriever",
     "build_retriever",
     "merge_filters",
+    "open_retriever",
     "use_ann",
 ]
 
@@ -145,7 +148,22 @@ class ChunkTable:
         return {"chunk_ids": self.chunk_ids, "doc_ids": self.doc_ids, "metadata": self.metadata}
 
 
-class IndexedRetriever:
+class BatchRetriever(ABC):
+    """A retriever that answers batches; :meth:`retrieve` is a batch of one."""
+
+    @abstractmethod
+    def retrieve_many(
+        self, queries: Sequence[str], top_k: int, filters: Mapping[str, Any] | None = None
+    ) -> list[list[Hit]]: ...
+
+    def retrieve(
+        self, query: str, top_k: int, filters: Mapping[str, Any] | None = None
+    ) -> list[Hit]:
+        """The ``top_k`` best chunks for ``query``, ranks 1..k."""
+        return self.retrieve_many([query], top_k, filters)[0]
+
+
+class IndexedRetriever(BatchRetriever):
     """One retriever for every mode; holds a dense index, a BM25 index, or both."""
 
     def __init__(
@@ -224,12 +242,6 @@ class IndexedRetriever:
         fused_map = rrf([dense_rank, lex_rank], k=self.cfg.rrf_k)
         ordered = sorted(fused_map.items(), key=lambda kv: (-kv[1], kv[0]))
         return ordered[:top_k]
-
-    def retrieve(
-        self, query: str, top_k: int, filters: Mapping[str, Any] | None = None
-    ) -> list[Hit]:
-        """The ``top_k`` best chunks for ``query``, ranks 1..k."""
-        return self.retrieve_many([query], top_k, filters)[0]
 
     def retrieve_many(
         self, queries: Sequence[str], top_k: int, filters: Mapping[str, Any] | None = None
@@ -359,3 +371,44 @@ def build_retriever(
     if cfg.mode != "dense":
         bm25 = BM25Index.from_texts([c.text for c in chunks])
     return IndexedRetriever(cfg, table, dense=dense, bm25=bm25, embedder=embedder)
+
+
+def open_retriever(
+    cfg: PipelineConfig,
+    chunks: Sequence[Chunk],
+    embedder: Embedder | None,
+    *,
+    corpus: str,
+    vectors: npt.ArrayLike | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> Retriever:
+    """The retriever of ``cfg.index.backend``: :func:`build_retriever` in memory, or a
+    pgvector table (:class:`ragtriage.pgindex.PgVectorRetriever`, one per corpus and
+    chunking/embedding config, updated incrementally). Close it with ``close()`` when
+    it has one."""
+    if cfg.index.backend == "memory":
+        return build_retriever(
+            cfg.retrieval,
+            chunks,
+            embedder,
+            vectors=vectors,
+            on_progress=on_progress,
+            index=cfg.index,
+        )
+    from ragtriage.pgindex import PgVectorRetriever
+
+    key = {
+        "chunking": cfg.chunking.model_dump(mode="json"),
+        "embedder": None if embedder is None else embedder.name,
+        "vectors": cfg.retrieval.mode != "bm25",
+    }
+    return PgVectorRetriever.build(
+        cfg.retrieval,
+        cfg.index,
+        chunks,
+        embedder,
+        corpus=corpus,
+        table_key=key,
+        vectors=vectors,
+        on_progress=on_progress,
+    )
