@@ -15,7 +15,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(STAMP_DEV): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[dev,ann,pg]'
+	$(BIN)/python -m pip install -q -e '.[dev,ann,pg,ray]'
 	touch $(STAMP_DEV)
 
 venv: $(STAMP_DEV)
