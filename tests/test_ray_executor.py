@@ -143,3 +143,24 @@ def test_killed_run_resumes_without_loss_or_duplicates(cluster: str, tmp_path: P
     assert ids == [f"q{i:05d}" for i in range(n)]
     reference = _diagnose(src, tmp_path / "local", "--workers", "1")
     assert resumed == reference
+
+
+def _calibrate(data: Path, cfg: Path, out: Path, *extra: str) -> dict[str, object]:
+    from test_calibration import calibrate_cli
+
+    calibrate_cli(data, cfg, out, *extra)
+    report: dict[str, object] = json.loads((out / "calibration.json").read_text(encoding="utf-8"))
+    return report
+
+
+def test_calibrate_on_ray_equals_local(cluster: str, tmp_path: Path) -> None:
+    from test_calibration import tiny_calibration_inputs
+
+    data, cfg = tiny_calibration_inputs(tmp_path)
+    local = _calibrate(data, cfg, tmp_path / "local")
+    on_ray = _calibrate(data, cfg, tmp_path / "ray", "--executor", "ray")
+    assert on_ray == local
+    assert set(local["settings"]) == {"rules/ragec", "rules/single-step", "rules/stage-sequential"}  # type: ignore[arg-type]
+    assert (tmp_path / "ray" / "diagnoses.jsonl").read_bytes() == (
+        tmp_path / "local" / "diagnoses.jsonl"
+    ).read_bytes()
