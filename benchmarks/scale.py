@@ -172,7 +172,14 @@ def _recall(got: list[list[str]], want: list[list[str]]) -> float:
     return hits / max(1, sum(len(b) for b in want))
 
 
-def bench_index(n: int, n_queries: int, skip_pg: bool, modes: Sequence[str]) -> None:
+def bench_index(
+    n: int,
+    n_queries: int,
+    skip_pg: bool,
+    modes: Sequence[str],
+    skip_memory: bool = False,
+    pg_ann: Sequence[str] = ("exact", "hnsw"),
+) -> None:
     from ragtriage.retrieval import build_retriever
 
     dim = 384
@@ -199,6 +206,8 @@ def bench_index(n: int, n_queries: int, skip_pg: bool, modes: Sequence[str]) -> 
             ("in-process exact", IndexConfig(ann="exact")),
             ("in-process HNSW", IndexConfig(ann="hnsw")),
         ):
+            if skip_memory and name != "in-process exact":
+                continue
             t0 = time.perf_counter()
             r = build_retriever(rcfg, chunks, emb, vectors=vecs, index=index)  # type: ignore[arg-type]
             report(name, mode, time.perf_counter() - t0, r)
@@ -210,7 +219,7 @@ def bench_index(n: int, n_queries: int, skip_pg: bool, modes: Sequence[str]) -> 
     home = Path(tempfile.mkdtemp(prefix="ragtriage-pg-bench-"))
     server = PgServer(data_dir=home)
     try:
-        for ann in ("exact", "hnsw"):
+        for ann in pg_ann:
             for mode in modes:
                 index = IndexConfig(backend="pgvector", dsn=server.dsn, ann=ann)  # type: ignore[arg-type]
                 t0 = time.perf_counter()
@@ -248,12 +257,18 @@ def main() -> None:
     i.add_argument("--queries", type=int, default=200)
     i.add_argument("--skip-pg", action="store_true")
     i.add_argument("--modes", nargs="+", default=["dense", "hybrid_rrf"])
+    i.add_argument(
+        "--skip-memory", action="store_true", help="only the exact in-process index (reference)"
+    )
+    i.add_argument("--pg-ann", nargs="+", default=["exact", "hnsw"], choices=["exact", "hnsw"])
     args = ap.parse_args()
     print(f"load average before: {_load()} ({os.cpu_count()} cores, shared)", flush=True)
     if args.part == "diagnose":
         bench_diagnose(args.traces, args.batch_size)
     else:
-        bench_index(args.chunks, args.queries, args.skip_pg, args.modes)
+        bench_index(
+            args.chunks, args.queries, args.skip_pg, args.modes, args.skip_memory, args.pg_ann
+        )
     print(f"load average after: {_load()}")
 
 
