@@ -47,6 +47,7 @@ def _module(name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod  # dataclasses look their module up while it loads
     spec.loader.exec_module(mod)
     return mod
 
