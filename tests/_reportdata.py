@@ -240,3 +240,19 @@ def write_run(
     if diags is not None:
         write_jsonl(root / "diagnoses.jsonl", diags)
     return root
+
+
+def dated_runs(root: Path) -> tuple[Path, Path]:
+    """Two run directories over the same 4 traces, ``b`` (2025-03, half retrieval, half
+    generation failures, 2 correct) written before ``a`` (2025-01, 4 retrieval failures)."""
+    traces, _ = sample_records()
+    early = [make_diag(f"q{i}", stage=Stage.RETRIEVAL, mode=ErrorType.E4) for i in range(4)]
+    late = [
+        make_diag("q0", stage=Stage.RETRIEVAL, mode=ErrorType.E4),
+        make_diag("q1", stage=Stage.GENERATION, mode=ErrorType.E13),
+        make_diag("q2", answer_label=AnswerLabel.CORRECT),
+        make_diag("q3", answer_label=AnswerLabel.CORRECT),
+    ]
+    b = write_run(root / "b", "b", traces[:4], late, created_at="2025-03-01T00:00:00Z")
+    a = write_run(root / "a", "a", traces[:4], early, created_at="2025-01-01T00:00:00Z")
+    return b, a

@@ -182,8 +182,8 @@ async def test_calibration_run_end_to_end_with_the_rules_judge(tmp_path: Path) -
         assert with_label == without
 
 
-def test_calibrate_cli_writes_the_report(tmp_path: Path) -> None:
-    from ragtriage.cli import main
+def tiny_calibration_inputs(tmp_path: Path) -> tuple[Path, Path]:
+    """A dataset directory and a pipeline file for the tiny calibration corpus."""
     from ragtriage.jsonl import write_jsonl
     from test_inject import tiny_config, tiny_dataset
 
@@ -194,27 +194,23 @@ def test_calibrate_cli_writes_the_report(tmp_path: Path) -> None:
     write_jsonl(data / "examples.jsonl", ds.examples)
     cfg = tmp_path / "pipeline.yaml"
     cfg.write_text(yaml.safe_dump(tiny_config().model_dump(mode="json")), encoding="utf-8")
-    out = tmp_path / "out"
+    return data, cfg
+
+
+def calibrate_cli(data: Path, cfg: Path, out: Path, *extra: str) -> None:
+    """``ragtriage calibrate`` with the rules judge and the hash embedder; must exit 0."""
+    from ragtriage.cli import main
+
+    args = ["--data", str(data), "--config", str(cfg), "--embedder", "hash"]
     with pytest.raises(SystemExit) as exc:
-        main(
-            [
-                "calibrate",
-                "--data",
-                str(data),
-                "--config",
-                str(cfg),
-                "--embedder",
-                "hash",
-                "--judge",
-                "rules",
-                "--strategy",
-                "ragec",
-                "--out",
-                str(out),
-                "--no-progress",
-            ]
-        )
+        main(["calibrate", *args, "--judge", "rules", "--out", str(out), "--no-progress", *extra])
     assert exc.value.code in (0, None)
+
+
+def test_calibrate_cli_writes_the_report(tmp_path: Path) -> None:
+    data, cfg = tiny_calibration_inputs(tmp_path)
+    out = tmp_path / "out"
+    calibrate_cli(data, cfg, out, "--strategy", "ragec")
     report = json.loads((out / "calibration.json").read_text(encoding="utf-8"))
     assert list(report["settings"]) == ["rules/ragec"]
     assert (out / "injected_traces.jsonl").stat().st_size > 0

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from _reportdata import make_diag, make_trace, sample_records, write_run
+from _reportdata import dated_runs, make_diag, make_trace, sample_records, write_run
 from ragtriage.cli import main
 from ragtriage.errors import InputError, StoreError
-from ragtriage.records import AnswerLabel, ErrorType, Stage
+from ragtriage.records import ErrorType, Stage
 from ragtriage.store import RunStore, load_run_dir, read_diagnoses, resolve_run
 
 
@@ -117,16 +117,7 @@ def test_failed_import_rolls_back_and_keeps_the_previous_version(tmp_path: Path)
 
 
 def test_trend_orders_by_created_at(tmp_path: Path) -> None:
-    traces, _ = sample_records()
-    early = [make_diag(f"q{i}", stage=Stage.RETRIEVAL, mode=ErrorType.E4) for i in range(4)]
-    late = [
-        make_diag("q0", stage=Stage.RETRIEVAL, mode=ErrorType.E4),
-        make_diag("q1", stage=Stage.GENERATION, mode=ErrorType.E13),
-        make_diag("q2", answer_label=AnswerLabel.CORRECT),
-        make_diag("q3", answer_label=AnswerLabel.CORRECT),
-    ]
-    b = write_run(tmp_path / "b", "b", traces[:4], late, created_at="2025-03-01T00:00:00Z")
-    a = write_run(tmp_path / "a", "a", traces[:4], early, created_at="2025-01-01T00:00:00Z")
+    b, a = dated_runs(tmp_path)
     with RunStore(tmp_path / "s.sqlite") as store:
         store.add_run(load_run_dir(b))
         store.add_run(load_run_dir(a))

@@ -34,6 +34,7 @@ __all__ = [
     "DiagnosisConfig",
     "EmbeddingConfig",
     "GenerationConfig",
+    "IndexConfig",
     "LLMConfig",
     "PipelineConfig",
     "QueryTransformConfig",
@@ -133,6 +134,32 @@ class RetrievalConfig(_Cfg):
     filters: dict[str, Any] = Field(default_factory=dict)
 
 
+class IndexConfig(_Cfg):
+    """Where and how the chunks are indexed (see docs/scaling.md)."""
+
+    backend: Literal["memory", "pgvector"] = Field(
+        default="memory",
+        description="memory: numpy + bm25s in this process; pgvector: a PostgreSQL table "
+        "(extra .[pg]).",
+    )
+    dsn: str | None = Field(
+        default=None,
+        repr=False,
+        description="pgvector: postgresql://... of an external server; none = an embedded "
+        "server (pgserver) in data_dir, started and stopped by ragtriage.",
+    )
+    data_dir: str | None = Field(default=None, description="embedded server; .ragtriage/pg")
+    ann: Literal["auto", "exact", "hnsw"] = Field(
+        default="auto",
+        description="memory backend: auto = an HNSW graph (faiss, extra .[ann]) from "
+        "ann_min_rows chunks on, exact below it or without faiss; exact; hnsw = always.",
+    )
+    ann_min_rows: int = Field(default=50_000, ge=0)
+    hnsw_m: int = Field(default=16, ge=2, le=128)
+    hnsw_ef_construction: int = Field(default=128, ge=8)
+    hnsw_ef_search: int = Field(default=128, ge=10, le=1000)
+
+
 class RerankConfig(_Cfg):
     method: Literal["identity", "lexical", "llm", "cross_encoder"] = "lexical"
     top_k: int = Field(default=5, ge=1)
@@ -208,6 +235,7 @@ class PipelineConfig(_Cfg):
     chunking: ChunkingConfig = Field(default_factory=ChunkingConfig)
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    index: IndexConfig = Field(default_factory=IndexConfig)
     rerank: RerankConfig = Field(default_factory=RerankConfig)
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
     query_transform: QueryTransformConfig = Field(default_factory=QueryTransformConfig)
@@ -291,10 +319,11 @@ def config_hash(cfg: BaseModel) -> str:
 
 
 def strip_secrets(obj: Any) -> None:
-    """Remove every ``api_key`` from a dumped config, in place (for hashes and manifests)."""
+    """Remove every ``api_key`` and ``dsn`` (may hold a password; says where, not what)
+    from a dumped config, in place (for hashes and manifests)."""
     if isinstance(obj, dict):
         for key in list(obj):
-            if key == "api_key":
+            if key in ("api_key", "dsn"):
                 obj.pop(key)
             else:
                 strip_secrets(obj[key])

@@ -61,7 +61,7 @@ from ragtriage.llm import ChatRequest, Completion, LLMClient, LLMRunner, client_
 from ragtriage.query_transforms import QueryTransformer, fuse_hits, make_query_transformer
 from ragtriage.records import Chunk, Example, Hit, Stage, StageStats, Trace
 from ragtriage.rerank import Reranker, make_reranker
-from ragtriage.retrieval import Retriever, build_retriever
+from ragtriage.retrieval import Retriever, open_retriever
 from ragtriage.text import detect_language
 
 __all__ = [
@@ -299,7 +299,9 @@ class Pipeline:
             t0 = time.perf_counter()
             chunks = _chunk_corpus(cfg, dataset, emb)
             t1 = time.perf_counter()
-            retriever = build_retriever(cfg.retrieval, chunks, emb, on_progress=on_index_progress)
+            retriever = open_retriever(
+                cfg, chunks, emb, corpus=dataset.name, on_progress=on_index_progress
+            )
             t2 = time.perf_counter()
         except BaseException:
             if runner is not None:
@@ -359,9 +361,13 @@ class Pipeline:
         return out
 
     async def aclose(self) -> None:
-        """Close the LLM runner (HTTP client, cache) if one was opened."""
+        """Close the LLM runner (HTTP client, cache) if one was opened, and the
+        retriever when it holds a connection or a server (pgvector)."""
         if self._runner is not None:
             await self._runner.aclose()
+        close = getattr(self._retriever, "close", None)
+        if callable(close):
+            close()
 
     # -- single stages (the correction actions of ragtriage.critic) -------------------
 

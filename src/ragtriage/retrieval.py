@@ -2,7 +2,8 @@
 
 Modes (``RetrievalConfig.mode``):
 
-``dense``            cosine similarity of query and chunk embeddings (exact).
+``dense``            cosine similarity of query and chunk embeddings (exact, or an HNSW
+                     graph from ``index.ann_min_rows`` chunks on: :func:`use_ann`).
 ``bm25``             BM25 over language-aware tokens; only chunks sharing a term.
 ``hybrid_rrf``       Reciprocal Rank Fusion (k = ``rrf_k``) of the dense and BM25 lists.
 ``hybrid_weighted``  ``(1 - w) * minmax(dense) + w * minmax(bm25)`` with
@@ -24,6 +25,7 @@ import json
 import os
 import shutil
 import tempfile
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Protocol, runtime_checkable
@@ -31,20 +33,24 @@ from typing import Any, Final, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from ragtriage.config import RetrievalConfig
+from ragtriage.config import IndexConfig, PipelineConfig, RetrievalConfig
 from ragtriage.embedding import Embedder, embed_documents, embed_queries
 from ragtriage.errors import ConfigError, InputError
+from ragtriage.index.ann import HNSWParams, ann_available
 from ragtriage.index.bm25 import BM25Index
 from ragtriage.index.dense import DenseIndex, top_k_indices
 from ragtriage.index.fusion import rrf, weighted_fusion
 from ragtriage.records import Chunk, Hit
 
 __all__ = [
+    "BatchRetriever",
     "ChunkTable",
     "IndexedRetriever",
     "Retriever",
     "build_retriever",
     "merge_filters",
+    "open_retriever",
+    "use_ann",
 ]
 
 _FORMAT: Final = 1
@@ -142,7 +148,22 @@ class ChunkTable:
         return {"chunk_ids": self.chunk_ids, "doc_ids": self.doc_ids, "metadata": self.metadata}
 
 
-class IndexedRetriever:
+class BatchRetriever(ABC):
+    """A retriever that answers batches; :meth:`retrieve` is a batch of one."""
+
+    @abstractmethod
+    def retrieve_many(
+        self, queries: Sequence[str], top_k: int, filters: Mapping[str, Any] | None = None
+    ) -> list[list[Hit]]: ...
+
+    def retrieve(
+        self, query: str, top_k: int, filters: Mapping[str, Any] | None = None
+    ) -> list[Hit]:
+        """The ``top_k`` best chunks for ``query``, ranks 1..k."""
+        return self.retrieve_many([query], top_k, filters)[0]
+
+
+class IndexedRetriever(BatchRetriever):
     """One retriever for every mode; holds a dense index, a BM25 index, or both."""
 
     def __init__(
@@ -209,24 +230,18 @@ class IndexedRetriever:
         if mode == "dense":
             return self.dense.search(qvec, top_k, mask)
         assert self.bm25 is not None
-        dense_scores = self.dense.scores(qvec)
         lex_scores = self.bm25.scores(query)
-        if mode == "hybrid_weighted":
+        if mode == "hybrid_weighted":  # min-max needs every dense score: exact
+            dense_scores = self.dense.scores(qvec)
             fused = weighted_fusion(dense_scores, lex_scores, self.cfg.text_weight, mask)
             return [(int(i), float(fused[i])) for i in top_k_indices(fused, top_k, mask)]
         depth = max(top_k, RRF_DEPTH)
-        dense_rank = [int(i) for i in top_k_indices(dense_scores, depth, mask)]
+        dense_rank = [i for i, _ in self.dense.search(qvec, depth, mask)]
         keep = lex_scores > 0 if mask is None else (lex_scores > 0) & mask
         lex_rank = [int(i) for i in top_k_indices(lex_scores, depth, keep)]
         fused_map = rrf([dense_rank, lex_rank], k=self.cfg.rrf_k)
         ordered = sorted(fused_map.items(), key=lambda kv: (-kv[1], kv[0]))
         return ordered[:top_k]
-
-    def retrieve(
-        self, query: str, top_k: int, filters: Mapping[str, Any] | None = None
-    ) -> list[Hit]:
-        """The ``top_k`` best chunks for ``query``, ranks 1..k."""
-        return self.retrieve_many([query], top_k, filters)[0]
 
     def retrieve_many(
         self, queries: Sequence[str], top_k: int, filters: Mapping[str, Any] | None = None
@@ -312,6 +327,15 @@ class IndexedRetriever:
         return cls(use_cfg, table, dense=dense, bm25=bm25, embedder=embedder)
 
 
+def use_ann(index: IndexConfig, rows: int) -> bool:
+    """Whether a dense index of ``rows`` rows gets an HNSW graph under ``index.ann``."""
+    if index.ann == "exact":
+        return False
+    if index.ann == "hnsw":
+        return True
+    return rows >= index.ann_min_rows and ann_available()
+
+
 def build_retriever(
     cfg: RetrievalConfig,
     chunks: Sequence[Chunk],
@@ -319,10 +343,13 @@ def build_retriever(
     *,
     vectors: npt.ArrayLike | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    index: IndexConfig | None = None,
 ) -> IndexedRetriever:
     """Index ``chunks`` for ``cfg.mode``. Dense modes embed the chunk texts with
     ``embedder`` (passages) unless precomputed ``vectors`` are given; ``on_progress
-    (done, total)`` follows that embedding."""
+    (done, total)`` follows that embedding. ``index`` (default: in memory, exact below
+    50k chunks) may add an HNSW graph (:func:`use_ann`)."""
+    index = index or IndexConfig()
     table = ChunkTable.of(chunks)
     dense = bm25 = None
     if cfg.mode != "bm25":
@@ -337,6 +364,51 @@ def build_retriever(
         else:
             mat = np.asarray(vectors, dtype=np.float32)
         dense = DenseIndex(mat)
+        if use_ann(index, dense.size):
+            dense.with_ann(
+                HNSWParams(index.hnsw_m, index.hnsw_ef_construction, index.hnsw_ef_search)
+            )
     if cfg.mode != "dense":
         bm25 = BM25Index.from_texts([c.text for c in chunks])
     return IndexedRetriever(cfg, table, dense=dense, bm25=bm25, embedder=embedder)
+
+
+def open_retriever(
+    cfg: PipelineConfig,
+    chunks: Sequence[Chunk],
+    embedder: Embedder | None,
+    *,
+    corpus: str,
+    vectors: npt.ArrayLike | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> Retriever:
+    """The retriever of ``cfg.index.backend``: :func:`build_retriever` in memory, or a
+    pgvector table (:class:`ragtriage.pgindex.PgVectorRetriever`, one per corpus and
+    chunking/embedding config, updated incrementally). Close it with ``close()`` when
+    it has one."""
+    if cfg.index.backend == "memory":
+        return build_retriever(
+            cfg.retrieval,
+            chunks,
+            embedder,
+            vectors=vectors,
+            on_progress=on_progress,
+            index=cfg.index,
+        )
+    from ragtriage.pgindex import PgVectorRetriever
+
+    key = {
+        "chunking": cfg.chunking.model_dump(mode="json"),
+        "embedder": None if embedder is None else embedder.name,
+        "vectors": cfg.retrieval.mode != "bm25",
+    }
+    return PgVectorRetriever.build(
+        cfg.retrieval,
+        cfg.index,
+        chunks,
+        embedder,
+        corpus=corpus,
+        table_key=key,
+        vectors=vectors,
+        on_progress=on_progress,
+    )

@@ -1,16 +1,23 @@
-"""Run directories and the SQLite run store.
+"""Run directories and the run store (SQLite, or PostgreSQL for a shared team store).
 
 A run directory holds ``manifest.json`` (``run_id``, ``created_at``, ``config``,
 ``config_hash``), ``traces.jsonl`` and ``diagnoses.jsonl``. The store is one SQLite
 file (default ``.ragtriage/runs.sqlite``) with the tables ``runs``, ``traces`` and
 ``diagnoses``; every import is one transaction, and importing the same run again is a
 no-op (same content) or replaces it whole (changed content).
+
+Given a ``postgresql://`` DSN instead of a path (``--store`` or the environment
+variable ``RAGTRIAGE_STORE_DSN``), the same tables live in PostgreSQL (extra
+``.[pg]``), so a team shares one store. The schema is versioned: ``meta.schema`` holds
+the version, and :data:`_MIGRATIONS` lists the statements that bring a store from
+each version to the next, applied in one transaction when a store is opened.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -28,24 +35,29 @@ from ragtriage.report.aggregate import Summary, summarize
 
 __all__ = [
     "DEFAULT_STORE_PATH",
+    "STORE_DSN_ENV",
     "AddResult",
     "RunData",
     "RunInfo",
     "RunStore",
     "TrendRow",
+    "default_store",
+    "is_dsn",
     "load_run_dir",
     "read_diagnoses",
     "resolve_run",
 ]
 
 DEFAULT_STORE_PATH = Path(".ragtriage") / "runs.sqlite"
+#: A PostgreSQL DSN here replaces the default SQLite file.
+STORE_DSN_ENV = "RAGTRIAGE_STORE_DSN"
 MANIFEST = "manifest.json"
 TRACES = "traces.jsonl"
 DIAGNOSES = "diagnoses.jsonl"
 _SCHEMA_VERSION = 1
 
+_META = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
     id TEXT PRIMARY KEY,
     name TEXT NOT NULL,
@@ -77,6 +89,13 @@ CREATE TABLE IF NOT EXISTS diagnoses (
 );
 CREATE INDEX IF NOT EXISTS diagnoses_by_trace ON diagnoses (run_id, trace_id);
 """
+#: ``version -> statements`` that bring a store at ``version - 1`` to ``version``
+#: (portable SQL: SQLite and PostgreSQL). A new version appends an entry here and
+#: raises :data:`_SCHEMA_VERSION`; stores are migrated when opened.
+_MIGRATIONS: dict[int, list[str]] = {
+    1: [stmt.strip() for stmt in _SCHEMA.split(";") if stmt.strip()],
+}
+assert max(_MIGRATIONS) == _SCHEMA_VERSION
 
 
 @dataclass(frozen=True)
@@ -277,11 +296,78 @@ def _now() -> str:
     return datetime.now(tz=UTC).isoformat(timespec="seconds")
 
 
+def is_dsn(target: str | Path) -> bool:
+    """Whether ``target`` is a PostgreSQL DSN rather than a file path."""
+    return isinstance(target, str) and target.startswith(("postgresql://", "postgres://"))
+
+
+def default_store() -> str | Path:
+    """``RAGTRIAGE_STORE_DSN`` when set, else the SQLite file."""
+    return os.environ.get(STORE_DSN_ENV) or DEFAULT_STORE_PATH
+
+
+class _PgCursor:
+    """A psycopg cursor that takes the store's ``?`` placeholders."""
+
+    def __init__(self, cur: Any) -> None:
+        self._cur = cur
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self._cur.execute(sql.replace("?", "%s"), params)
+
+    def executemany(self, sql: str, rows: Any) -> Any:
+        return self._cur.executemany(sql.replace("?", "%s"), list(rows))
+
+
+class _PgConn:
+    """The few sqlite3.Connection methods the store uses, over psycopg (autocommit;
+    transactions are explicit ``BEGIN`` … ``COMMIT``)."""
+
+    def __init__(self, dsn: str) -> None:
+        try:
+            import psycopg
+        except ImportError as exc:
+            raise StoreError(
+                "a PostgreSQL run store needs psycopg: pip install 'ragtriage[pg]'"
+            ) from exc
+        self._conn = psycopg.connect(dsn, autocommit=True)
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        if sql == "BEGIN IMMEDIATE":
+            sql = "BEGIN ISOLATION LEVEL SERIALIZABLE"
+        return self._conn.execute(sql.replace("?", "%s"), params)
+
+    def cursor(self) -> _PgCursor:
+        return _PgCursor(self._conn.cursor())
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def _db_errors() -> tuple[type[Exception], ...]:
+    try:
+        import psycopg
+    except ImportError:
+        return (sqlite3.Error,)
+    return (sqlite3.Error, psycopg.Error)
+
+
 class RunStore:
-    """The SQLite run store. Use as a context manager, or call :meth:`close`."""
+    """The run store: a SQLite file, or a PostgreSQL database given a ``postgresql://``
+    DSN. Use as a context manager, or call :meth:`close`."""
 
     def __init__(self, path: str | Path = DEFAULT_STORE_PATH, *, create: bool = True) -> None:
-        self.path = Path(path)
+        self.dsn = str(path) if is_dsn(path) else None
+        self.path = Path(path) if self.dsn is None else Path("postgresql")
+        self._conn: Any
+        errors = _db_errors()
+        if self.dsn is not None:
+            try:
+                self._conn = _PgConn(self.dsn)
+                self._migrate()
+            except errors as exc:
+                raise StoreError(f"{_redact(self.dsn)}: not a usable run store ({exc})") from exc
+            return
         if not self.path.exists():
             if not create:
                 raise InputError(
@@ -291,16 +377,34 @@ class RunStore:
         try:
             self._conn = sqlite3.connect(str(self.path), isolation_level=None)
             self._conn.execute("PRAGMA foreign_keys = ON")
-            self._conn.executescript(_SCHEMA)
-            row = self._conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-            if row is None:
-                self._conn.execute(
-                    "INSERT INTO meta (key, value) VALUES ('schema', ?)", (str(_SCHEMA_VERSION),)
-                )
-            elif row[0] != str(_SCHEMA_VERSION):
-                raise StoreError(f"{self.path}: store schema {row[0]} is not {_SCHEMA_VERSION}")
+            self._migrate()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: not a usable run store ({exc})") from exc
+
+    @property
+    def where(self) -> str:
+        """The store's file, or its DSN without a password (for messages)."""
+        return _redact(self.dsn) if self.dsn is not None else str(self.path)
+
+    def _migrate(self) -> None:
+        """Create or upgrade the schema to :data:`_SCHEMA_VERSION` (one transaction)."""
+        self._conn.execute(_META)
+        with self._transaction() as cur:
+            row = cur.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            current = 0 if row is None else int(row[0])
+            if current > _SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.where}: store schema {current} is newer than {_SCHEMA_VERSION}; "
+                    "upgrade ragtriage"
+                )
+            for version in range(current + 1, _SCHEMA_VERSION + 1):
+                for stmt in _MIGRATIONS[version]:
+                    cur.execute(stmt)
+            if current != _SCHEMA_VERSION:
+                cur.execute("DELETE FROM meta WHERE key='schema'")
+                cur.execute(
+                    "INSERT INTO meta (key, value) VALUES ('schema', ?)", (str(_SCHEMA_VERSION),)
+                )
 
     def close(self) -> None:
         self._conn.close()
@@ -326,8 +430,8 @@ class RunStore:
             summary = summarize(run.diagnoses, run.traces)
         try:
             return self._add(run, summary, chash)
-        except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: cannot import run {run.run_id!r}: {exc}") from exc
+        except _db_errors() as exc:
+            raise StoreError(f"{self.where}: cannot import run {run.run_id!r}: {exc}") from exc
 
     def _add(self, run: RunData, summary: Summary | None, chash: str) -> AddResult:
         with self._transaction() as cur:
@@ -374,7 +478,7 @@ class RunStore:
 
     def remove_run(self, run_id: str) -> bool:
         with self._transaction() as cur:
-            n = cur.execute("DELETE FROM runs WHERE id=?", (run_id,)).rowcount
+            n = int(cur.execute("DELETE FROM runs WHERE id=?", (run_id,)).rowcount)
         return n > 0
 
     def _summary_of(self, run_id: str, text: str | None) -> Summary | None:
@@ -422,7 +526,7 @@ class RunStore:
                 yield Trace.model_validate_json(data)
             except ValidationError as exc:
                 err = validation_to_input_error(
-                    exc, path=f"{self.path}:traces[{run_id}]", line=seq + 1
+                    exc, path=f"{self.where}:traces[{run_id}]", line=seq + 1
                 )
                 raise StoreError(str(err)) from exc
 
@@ -432,7 +536,7 @@ class RunStore:
                 yield Diagnosis.model_validate_json(data)
             except ValidationError as exc:
                 err = validation_to_input_error(
-                    exc, path=f"{self.path}:diagnoses[{run_id}]", line=seq + 1
+                    exc, path=f"{self.where}:diagnoses[{run_id}]", line=seq + 1
                 )
                 raise StoreError(str(err)) from exc
 
@@ -442,7 +546,7 @@ class RunStore:
             (run_id,),
         ).fetchone()
         if row is None:
-            raise InputError(f"no run {run_id!r} in the store", path=str(self.path))
+            raise InputError(f"no run {run_id!r} in the store", path=self.where)
         diagnoses = tuple(self._iter_diagnoses(run_id))
         return RunData(
             run_id=row[0],
@@ -486,10 +590,10 @@ class RunStore:
 class _Tx:
     """``BEGIN IMMEDIATE`` … ``COMMIT``, or ``ROLLBACK`` on any exception."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: Any) -> None:
         self._conn = conn
 
-    def __enter__(self) -> sqlite3.Cursor:
+    def __enter__(self) -> Any:
         self._conn.execute("BEGIN IMMEDIATE")
         return self._conn.cursor()
 
@@ -512,6 +616,13 @@ def resolve_run(
     p = Path(ref)
     if p.is_dir():
         return load_run_dir(p, diagnoses_path)
+    if is_dsn(store_path):
+        with RunStore(store_path) as store:
+            if not store.has_run(ref):
+                raise InputError(
+                    f"{ref!r} is neither a run directory nor a run id in {store.where}"
+                )
+            return store.get_run(ref)
     sp = Path(store_path)
     if not sp.exists():
         raise InputError(f"{ref!r} is neither a run directory nor a stored run (no store at {sp})")
@@ -519,3 +630,10 @@ def resolve_run(
         if not store.has_run(ref):
             raise InputError(f"{ref!r} is neither a run directory nor a run id in {sp}")
         return store.get_run(ref)
+
+
+def _redact(dsn: str) -> str:
+    """``dsn`` with any password replaced by ``***``."""
+    import re
+
+    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", dsn)

@@ -31,7 +31,7 @@ from ragtriage.pipeline import BuildInfo, Pipeline
 from ragtriage.query_transforms import QueryTransformer, make_query_transformer
 from ragtriage.records import Chunk, Document, Hit
 from ragtriage.rerank import Reranker, make_reranker
-from ragtriage.retrieval import Retriever, build_retriever
+from ragtriage.retrieval import Retriever, build_retriever, open_retriever
 
 __all__ = ["FaultyReranker", "FaultyRetriever", "PipelineParts", "with_score_profile"]
 
@@ -139,7 +139,7 @@ class PipelineParts:
             raise InputError(f"duplicate chunk id {dup!r}", field="chunk_id")
         t1 = time.perf_counter()
         vectors = _embed(cfg, emb, chunks)
-        retriever = build_retriever(cfg.retrieval, chunks, emb, vectors=vectors)
+        retriever = open_retriever(cfg, chunks, emb, corpus=dataset.name, vectors=vectors)
         t2 = time.perf_counter()
         runner: LLMRunner | None = None
         if _needs_llm(cfg) and (llm_client is not None or cfg.llm.with_env().configured):
@@ -198,7 +198,10 @@ class PipelineParts:
             fresh = _embed(self.config, self.embedder, new_chunks)
             assert fresh is not None
             vectors = np.concatenate([self.vectors[kept_rows], fresh], axis=0)
-        retriever = build_retriever(self.config.retrieval, chunks, self.embedder, vectors=vectors)
+        # injected faults stay in memory (never written to a shared pgvector table)
+        retriever = build_retriever(
+            self.config.retrieval, chunks, self.embedder, vectors=vectors, index=self.config.index
+        )
         return self.pipeline(chunks=chunks, retriever=retriever)
 
     def chunk_documents(

@@ -4,6 +4,7 @@ metrics, and the files it writes (``calibration.json``, ``injected_traces.jsonl`
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from ragtriage.calibrate.inject import (
 from ragtriage.config import DiagnosisConfig, config_hash
 from ragtriage.diagnosis.engine import Diagnoser, Judge
 from ragtriage.diagnosis.strategies import Strategy
+from ragtriage.executors import Executor, diagnose_on_ray
 from ragtriage.jsonl import atomic_write_text, write_jsonl
 from ragtriage.llm import LLMRunner
 from ragtriage.records import Diagnosis, Example
@@ -94,10 +96,12 @@ async def run_calibration(
     injectors: Sequence[Injector] = INJECTORS,
     concurrency: int = 8,
     on_step: Callable[[str, int, int], None] | None = None,
+    executor: Executor | None = None,
 ) -> CalibrationResult:
     """Build bases, inject faults, diagnose each case in every judge x strategy setting
     (the diagnoser sees label-free copies) and score them. ``on_step(phase, done,
-    total)`` reports progress."""
+    total)`` reports progress. A Ray ``executor`` diagnoses the rules-judge settings
+    on the cluster (the LLM judge stays local: see :mod:`ragtriage.executors`)."""
     dcfg = diagnosis_config if diagnosis_config is not None else parts.config.diagnosis
 
     def tick(phase: str, total: int) -> Callable[[], None]:
@@ -140,7 +144,22 @@ async def run_calibration(
             def on_result(_d: Diagnosis, step: Callable[[], None] = step) -> None:
                 step()
 
-            found = await diagnoser.diagnose_many(visible, concurrency, on_result=on_result)
+            if judge == "rules" and executor is not None and executor.is_ray:
+
+                def on_batch(batch: list[Diagnosis], step: Callable[[], None] = step) -> None:
+                    for _ in batch:
+                        step()
+
+                found = await asyncio.to_thread(
+                    diagnose_on_ray,
+                    visible,
+                    strategy=strategy,
+                    config=dcfg,
+                    executor=executor,
+                    on_batch=on_batch,
+                )
+            else:
+                found = await diagnoser.diagnose_many(visible, concurrency, on_result=on_result)
             diagnoses[f"{judge}/{strategy}"] = found
             reports.append(
                 score_setting(

@@ -220,6 +220,11 @@ def register(app: typer.Typer) -> None:
         ),
         concurrency: int = typer.Option(8, "--concurrency", min=1, help="LLM judge requests."),
         progress: bool = typer.Option(True, "--progress/--no-progress"),
+        executor: str = typer.Option(
+            "local",
+            "--executor",
+            help="local | ray | ray:ADDRESS: where the rules-judge diagnoses run (extra .[ray]).",
+        ),
     ) -> None:
         """Inject known faults into healthy traces and measure how often the diagnoser
         finds the right stage and error type."""
@@ -248,6 +253,9 @@ def register(app: typer.Typer) -> None:
                 field="--answer-mode",
             )
         mode: AnswerMode = answer_mode
+        from ragtriage.executors import parse_executor
+
+        ex = parse_executor(executor)
         cfg = calibration_config(config, embedder=embedder, generator=generator)
         judges = cast(list[Judge], ["rules", "llm"] if judge == "both" else [judge])
         strategies = cast(list[Strategy], list(STRATEGIES) if strategy == "all" else [strategy])
@@ -302,6 +310,7 @@ def register(app: typer.Typer) -> None:
                         injectors=injectors,
                         concurrency=concurrency,
                         on_step=on_step,
+                        executor=ex,
                     )
             finally:
                 if runner is not None:

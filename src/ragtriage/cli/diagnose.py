@@ -33,6 +33,7 @@ from ragtriage.report.terminal import render_summary
 
 if TYPE_CHECKING:
     from ragtriage.diagnosis.engine import Diagnoser
+    from ragtriage.executors import Executor
     from ragtriage.llm import LedgerSummary, LLMRunner
 
 __all__ = ["DIAGNOSES_FILE", "read_traces", "register", "resolve_input"]
@@ -247,6 +248,34 @@ async def _diagnose(
             await runner.aclose()
 
 
+def _diagnose_ray(
+    todo: list[Trace],
+    strategy: str,
+    cfg: PipelineConfig,
+    executor: Executor,
+    batch_size: int,
+    out_path: Path,
+) -> None:
+    """Rules diagnoses on Ray, appended batch by batch in input order (fsync each)."""
+    from ragtriage.executors import diagnose_on_ray
+
+    with _Appender(out_path, sync_every=batch_size) as appender:
+
+        def write(batch: list[Diagnosis]) -> None:
+            for d in batch:
+                appender.add(d)
+            appender.sync()
+
+        diagnose_on_ray(
+            todo,
+            strategy=strategy,
+            config=cfg.diagnosis,
+            executor=executor,
+            batch_size=batch_size,
+            on_batch=write,
+        )
+
+
 def register(app: typer.Typer) -> None:
     @app.command("diagnose")
     def diagnose(
@@ -292,6 +321,15 @@ def register(app: typer.Typer) -> None:
             "--overwrite",
             help="Start afresh: replace diagnoses.jsonl instead of resuming it.",
         ),
+        executor: str = typer.Option(
+            "local",
+            "--executor",
+            help="local | ray | ray:ADDRESS (rules judge; extra .[ray]): batches as Ray "
+            "tasks, written in input order, resumable.",
+        ),
+        batch_size: int = typer.Option(
+            256, "--batch-size", min=1, help="Traces per Ray task (--executor ray)."
+        ),
         retry_undetermined: bool = typer.Option(
             False,
             "--retry-undetermined",
@@ -312,6 +350,15 @@ def register(app: typer.Typer) -> None:
             raise InputError(f"expected one of {', '.join(JUDGES)}", field="--judge")
         if strategy not in STRATEGIES:
             raise InputError(f"expected one of {', '.join(STRATEGIES)}", field="--strategy")
+        from ragtriage.executors import parse_executor
+
+        ex = parse_executor(executor)
+        if ex.is_ray and judge == "llm":
+            raise ConfigError(
+                "the LLM judge runs on the local executor (one response cache, so no paid "
+                "call is made twice; see docs/scaling.md); --executor ray is for --judge rules",
+                field="--executor",
+            )
         traces_path, default_out = resolve_input(source)
         cfg = _config(config, base_url, model, k)
         runner = (
@@ -364,18 +411,21 @@ def register(app: typer.Typer) -> None:
                 else:
                     _print_ledger(console, runner.ledger.summary(), estimate=True)
                 return
-            run_sync(
-                _diagnose(
-                    diagnoser,
-                    todo,
-                    out_path=out_path,
-                    concurrency=concurrency,
-                    progress=show,
-                    sync_every=1 if judge == "llm" else _RULES_SYNC_EVERY,
-                    workers=workers or min(8, os.cpu_count() or 1),
-                    runner=runner,
+            if ex.is_ray:
+                _diagnose_ray(todo, strategy, cfg, ex, batch_size, out_path)
+            else:
+                run_sync(
+                    _diagnose(
+                        diagnoser,
+                        todo,
+                        out_path=out_path,
+                        concurrency=concurrency,
+                        progress=show,
+                        sync_every=1 if judge == "llm" else _RULES_SYNC_EVERY,
+                        workers=workers or min(8, os.cpu_count() or 1),
+                        runner=runner,
+                    )
                 )
-            )
             diagnoses = list(read_records(out_path, Diagnosis)) if out_path.exists() else []
             render_summary(summarize(diagnoses, traces), console)
             if runner is not None:

@@ -13,11 +13,25 @@ from ragtriage.jsonl import atomic_write_text
 from ragtriage.report.aggregate import summarize
 from ragtriage.report.compare import compare_summaries, evaluate_gate, parse_gate
 from ragtriage.report.terminal import make_console, render_comparison, render_runs, render_trend
-from ragtriage.store import DEFAULT_STORE_PATH, RunStore, load_run_dir, resolve_run
+from ragtriage.store import (
+    DEFAULT_STORE_PATH,
+    STORE_DSN_ENV,
+    RunStore,
+    default_store,
+    load_run_dir,
+    resolve_run,
+)
 
 __all__ = ["register"]
 
-_STORE_HELP = "Run store (SQLite file)."
+_STORE_HELP = (
+    f"Run store: a SQLite file (default {DEFAULT_STORE_PATH}) or a postgresql:// DSN "
+    f"(extra .[pg]; default from {STORE_DSN_ENV} when set)."
+)
+
+
+def _store(store: str | None) -> str | Path:
+    return store if store else default_store()
 
 
 def register(app: typer.Typer) -> None:
@@ -30,37 +44,37 @@ def register(app: typer.Typer) -> None:
         diagnoses: Path | None = typer.Option(
             None, "--diagnoses", help="Diagnoses JSONL (only with one run directory)."
         ),
-        store: Path = typer.Option(DEFAULT_STORE_PATH, "--store", help=_STORE_HELP),
+        store: str | None = typer.Option(None, "--store", help=_STORE_HELP),
     ) -> None:
         """Import run directories (idempotent: the same run again changes nothing)."""
         if diagnoses is not None and len(run_dirs) != 1:
             raise InputError("--diagnoses needs exactly one run directory", field="--diagnoses")
         runs = [load_run_dir(d, diagnoses, require_diagnoses=False) for d in run_dirs]
-        with RunStore(store) as st:
+        with RunStore(_store(store)) as st:
             for run in runs:
                 res = st.add_run(run)
                 note = "" if run.has_diagnoses else " (no diagnoses yet)"
                 typer.echo(
                     f"{res.status}: {res.run_id} ({res.traces} traces, "
-                    f"{res.diagnoses} diagnoses){note} → {store}"
+                    f"{res.diagnoses} diagnoses){note} → {st.where}"
                 )
 
     @runs_app.command("list")
     def list_(
-        store: Path = typer.Option(DEFAULT_STORE_PATH, "--store", help=_STORE_HELP),
+        store: str | None = typer.Option(None, "--store", help=_STORE_HELP),
     ) -> None:
         """List stored runs, oldest first."""
-        with RunStore(store, create=False) as st:
+        with RunStore(_store(store), create=False) as st:
             render_runs(st.list_runs(), make_console())
 
     @runs_app.command("trend")
     def trend(
         run_ids: list[str] = typer.Argument(None, help="Only these run ids (default: all)."),
-        store: Path = typer.Option(DEFAULT_STORE_PATH, "--store", help=_STORE_HELP),
+        store: str | None = typer.Option(None, "--store", help=_STORE_HELP),
         json_path: Path | None = typer.Option(None, "--json", help="Also write the rows as JSON."),
     ) -> None:
         """Failure-stage distribution across runs over time."""
-        with RunStore(store, create=False) as st:
+        with RunStore(_store(store), create=False) as st:
             rows = st.trend(run_ids or None)
         render_trend(rows, make_console())
         if json_path is not None:
@@ -78,15 +92,15 @@ def register(app: typer.Typer) -> None:
             help="Fail (exit 1) unless the B−A delta holds, e.g. 'accuracy>=+0.02', "
             "'stage.retrieval<=0', 'type.E16<=0', 'incorrect_share<=-0.05'. Repeatable.",
         ),
-        store: Path = typer.Option(DEFAULT_STORE_PATH, "--store", help=_STORE_HELP),
+        store: str | None = typer.Option(None, "--store", help=_STORE_HELP),
         json_path: Path | None = typer.Option(
             None, "--json", help="Also write the comparison as JSON."
         ),
     ) -> None:
         """Before/after table (seed 000 Table 2 with Impr.) and CI gates on the deltas."""
         gates = [parse_gate(g) for g in gate or []]
-        a = resolve_run(run_a, store)
-        b = resolve_run(run_b, store)
+        a = resolve_run(run_a, _store(store))
+        b = resolve_run(run_b, _store(store))
         comparison = compare_summaries(
             summarize(a.diagnoses, a.traces),
             summarize(b.diagnoses, b.traces),

@@ -1,4 +1,6 @@
-"""Exact dense index: normalised float32 matrix, dot-product scores, argpartition top-k."""
+"""Dense index: normalised float32 matrix, dot-product scores, argpartition top-k; with
+an optional HNSW graph (:mod:`ragtriage.index.ann`) that answers top-k queries
+approximately while :meth:`DenseIndex.scores` stays exact."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragtriage.errors import InputError
+from ragtriage.index.ann import ANN_FILE, HNSWIndex, HNSWParams, ann_available
 
 __all__ = ["DenseIndex", "top_k_indices"]
 
@@ -58,6 +61,12 @@ class DenseIndex:
             norms = np.linalg.norm(mat, axis=1, keepdims=True)
             mat = (mat / np.where(norms > 0, norms, 1.0)).astype(np.float32)
         self.vectors: FloatArray = np.ascontiguousarray(mat, dtype=np.float32)
+        self.ann: HNSWIndex | None = None
+
+    def with_ann(self, params: HNSWParams | None = None) -> DenseIndex:
+        """Build an HNSW graph over the rows; top-k searches then go through it."""
+        self.ann = HNSWIndex.build(self.vectors, params)
+        return self
 
     @property
     def size(self) -> int:
@@ -81,12 +90,21 @@ class DenseIndex:
     def search(
         self, query: npt.ArrayLike, top_k: int, mask: npt.NDArray[np.bool_] | None = None
     ) -> list[tuple[int, float]]:
-        """``(row, score)`` of the best ``top_k`` rows, best first."""
+        """``(row, score)`` of the best ``top_k`` rows, best first (approximate when an
+        HNSW graph is built and the filter, if any, keeps at least a quarter of rows)."""
         if mask is not None and np.count_nonzero(mask) * 4 < self.size:
             # selective filter: score only the allowed rows
             rows = np.flatnonzero(mask)
             sub = self.vectors[rows] @ self._query(query)
             return [(int(rows[i]), float(sub[i])) for i in top_k_indices(sub, top_k)]
+        if self.ann is not None and top_k > 0:
+            q = self._query(query)
+            if mask is None:
+                return self.ann.search(q, top_k)
+            # a broad filter: over-fetch, keep the allowed rows, else fall back to exact
+            kept = [p for p in self.ann.search(q, 4 * top_k) if mask[p[0]]]
+            if len(kept) >= min(top_k, int(np.count_nonzero(mask))):
+                return kept[:top_k]
         s = self.scores(query)
         return [(int(i), float(s[i])) for i in top_k_indices(s, top_k, mask)]
 
@@ -95,19 +113,24 @@ class DenseIndex:
         q = np.asarray(queries, dtype=np.float32)
         if q.ndim != 2 or q.shape[1] != self.dim:
             raise ValueError(f"queries must have shape (m, {self.dim}), got {q.shape}")
+        if self.ann is not None:
+            return [self.search(row, top_k) for row in q]
         norms = np.linalg.norm(q, axis=1, keepdims=True)
         q = (q / np.where(norms > 0, norms, 1.0)).astype(np.float32)
         all_scores = q @ self.vectors.T
         return [[(int(i), float(row[i])) for i in top_k_indices(row, top_k)] for row in all_scores]
 
     def save(self, directory: str | Path) -> None:
-        """Write ``dense.npy`` (no pickle) and ``dense.json`` into ``directory``."""
+        """Write ``dense.npy`` (no pickle) and ``dense.json`` into ``directory``, and the
+        HNSW graph in faiss's binary format when one is built."""
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         np.save(d / "dense.npy", self.vectors, allow_pickle=False)
         (d / "dense.json").write_text(
             json.dumps({"rows": self.size, "dim": self.dim}), encoding="utf-8"
         )
+        if self.ann is not None:
+            self.ann.save(d)
 
     @classmethod
     def load(cls, directory: str | Path) -> DenseIndex:
@@ -121,4 +144,7 @@ class DenseIndex:
             raise InputError(
                 f"dense index shape {mat.shape} does not match its manifest", path=str(d)
             )
-        return cls(mat, normalize=False)
+        out = cls(mat, normalize=False)
+        if (d / ANN_FILE).exists() and ann_available():  # else: exact search
+            out.ann = HNSWIndex.load(d, out.size, out.dim)
+        return out
