@@ -22,7 +22,10 @@ from ragtriage.diagnosis import Diagnoser
 from ragtriage.records import AnswerLabel, Diagnosis, Stage, Trace
 
 ROOT = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "realstyle"
-PARTS = sorted(p for p in ROOT.iterdir() if (p / "labels.jsonl").is_file())
+# The floors were set on these two parts; `fresh` is an unseen measurement that is
+# reported by benchmarks/realstyle.py, never guarded (and never tuned to).
+GUARDED_PARTS = ("demo", "public")
+PARTS = [ROOT / name for name in GUARDED_PARTS if (ROOT / name / "labels.jsonl").is_file()]
 
 
 def _traces(part: Path) -> Iterator[Trace]:
