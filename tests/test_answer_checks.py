@@ -277,3 +277,30 @@ def test_a_number_in_words_or_digits_is_the_same_answer() -> None:
     assert label_of(q, "nine", "9") is AnswerLabel.CORRECT
     assert label_of(q, "9 players", "There are nine players on the field.") is AnswerLabel.CORRECT
     assert label_of(q, "nine", "eight") is AnswerLabel.INCORRECT
+
+
+def test_all_keypoints_stated_needs_no_other_detail_of_the_ground_truth() -> None:
+    q = "When were llamas first brought to Norway, and from where?"
+    gt = "In 1981, six llamas were imported from Chile to be studied at the University of Tromsø."
+    assert label_of(q, gt, "In 1981, from Chile.", ("1981", "Chile")) is AnswerLabel.CORRECT
+    assert label_of(q, gt, "In 1981, from Peru.", ("1981", "Chile")) is AnswerLabel.INCORRECT
+    # without keypoints the ground truth's other facts still count
+    assert label_of(q, gt, "In 1981, from Chile.") is not AnswerLabel.CORRECT
+
+
+def test_a_closing_remark_after_a_complete_list_is_no_conflict() -> None:
+    q = "Summarize Velora Foods' main events of 2022."
+    gt = "Velora raised $80 million in March and opened a plant in Leeds in July."
+    answer = (
+        "Velora's 2022:\n\n1. March: a financing round raising $80 million.\n"
+        "2. July: a new plant in Leeds.\n\n"
+        "Together these lifted revenue to $300 million."
+    )
+    assert label_of(q, gt, answer, ("raised $80 million", "plant in Leeds")) is (
+        AnswerLabel.CORRECT
+    )
+    # a reasoning answer whose marked conclusion states another amount still conflicts
+    wrong = answer.replace(
+        "Together these lifted revenue to $300 million.", "Thus, Velora raised $90 million."
+    )
+    assert label_of(q, gt, wrong, ("raised $80 million", "plant in Leeds")) is AnswerLabel.INCORRECT

@@ -239,6 +239,15 @@ def _near_date(a: DateMention, g: DateMention) -> bool:
     return a.year is not None and a.year == g.year
 
 
+def _competes(a: DateMention, g: DateMention) -> bool:
+    """``a`` gives a field ``g`` gives (year, month or quarter), so it could stand for it."""
+    return (
+        (a.year is not None and g.year is not None)
+        or (a.month is not None and g.month is not None)
+        or (a.quarter is not None and g.quarter is not None)
+    )
+
+
 def _states_all_values(unit: str, answer: str) -> bool:
     """Whether the answer states every number and date of ``unit``."""
     uq = extract_quantities(unit)
@@ -283,7 +292,11 @@ def _values(gt: str, answer: str) -> _Values:
             and not (extra is not None and extra.matches(a))
             and (a.unit in derived_units or not _derived(answer, a))
         }
-    stray_date = bool(gd) and any(not any(dates_match(d, a) for d in gd) for a in ad)
+    # a date competes with a ground-truth date it could replace: one that gives the same
+    # fields (a year for a year, a month for a month) -- "2022" is no rival of "in March"
+    stray_date = bool(gd) and any(
+        not any(dates_match(d, a) for d in gd) and any(_competes(a, d) for d in gd) for a in ad
+    )
     hit = 0
     contradicted: list[str] = []
     stated: list[str] = []
@@ -756,7 +769,19 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
     committed = _committed(view)
     values = _values(gt, ans)
     said = values
-    if committed is not ans:
+    # an unmarked closing paragraph after a body that states every ground-truth amount is
+    # a remark, not the answer ("Together these events lifted operating income to $250
+    # million" after the listed $150 million): its other amounts are no conflict
+    gt_amounts = extract_quantities(gt)
+    remark = (
+        view.final_from == "last paragraph"
+        and bool(gt_amounts)
+        and all(
+            QuantityPool(extract_quantities(ans[: max(0, len(ans) - len(committed))])).matches(q)
+            for q in gt_amounts
+        )
+    )
+    if committed is not ans and not remark:
         in_final = _values(gt, committed)
         if in_final.answer:
             said = in_final
@@ -926,12 +951,17 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
     # each statement with all its numbers)
     n_names = len(facts.gt_names) if facts.gt_tokens <= _NAMES_MAX_TOKENS else 0
     statements = len(coverage.units) >= 2 and facts.keypoint_coverage is None
-    n_facts = len(facts.gt_values) + n_names if not statements else 0
+    # keypoints, when the dataset gives them, say which facts are asked: an answer that
+    # states all of them need not repeat the ground truth's other details ("In 1974,
+    # from Guam." without "four buffalo … University of Florida")
+    all_points = facts.keypoint_coverage is not None and facts.keypoint_coverage >= 1.0
+    n_facts = len(facts.gt_values) + n_names if not (statements or all_points) else 0
     if n_facts:
         hit = facts.values_hit + (facts.names_hit if n_names else 0)
         share = hit / n_facts
         # most of the wording but half the facts is partial; little of both is wrong
-        strong = facts.contained or facts.recall >= 0.8
+        # (so is an answer that states most of the dataset's keypoints)
+        strong = facts.contained or facts.recall >= 0.8 or (facts.keypoint_coverage or 0.0) >= 0.8
         if n_facts >= 2 and share <= 0.5 and label is not AnswerLabel.INCORRECT:
             label = AnswerLabel.POSSIBLE_CORRECT if strong else AnswerLabel.INCORRECT
             reasons.append(f"only {hit}/{n_facts} key facts (numbers, dates, names) present")
