@@ -15,7 +15,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(STAMP_DEV): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[dev,pandas]'
+	$(BIN)/python -m pip install -q -e '.[dev,pandas,langchain,llamaindex]'
 	touch $(STAMP_DEV)
 
 venv: $(STAMP_DEV)
