@@ -284,19 +284,28 @@ class TraceSink:
 
 
 _ID_KEYS = ("chunk_id", "id", "doc_id", "node_id", "source")
-_SCORE_KEYS = ("score", "relevance_score", "similarity_score", "rerank_score")
+_SCORE_KEYS = ("score", "similarity_score", "relevance_score", "rerank_score")
+#: a reranker's output usually keeps the retriever's score beside its own
+_RERANK_SCORE_KEYS = ("relevance_score", "rerank_score", "score", "similarity_score")
 
 
 def passage(
-    text: str, ident: Any, metadata: Mapping[str, Any] | None, score: Any = None
+    text: str,
+    ident: Any,
+    metadata: Mapping[str, Any] | None,
+    score: Any = None,
+    *,
+    reranked: bool = False,
 ) -> RetrievedText:
     """A retrieved passage: its id (the framework's own, else one from its metadata)
-    and its score (the framework's, else one from its metadata; only finite numbers)."""
+    and its score (the framework's, else one from its metadata -- a reranker's own
+    score first when ``reranked``; only finite numbers)."""
     meta = metadata or {}
     if ident is None:
         ident = next((meta[k] for k in _ID_KEYS if meta.get(k) is not None), None)
     if score is None:
-        score = next((meta[k] for k in _SCORE_KEYS if meta.get(k) is not None), None)
+        keys = _RERANK_SCORE_KEYS if reranked else _SCORE_KEYS
+        score = next((meta[k] for k in keys if meta.get(k) is not None), None)
     value: float | None = None
     if isinstance(score, int | float) and not isinstance(score, bool):
         f = float(score)

@@ -97,7 +97,9 @@ def _has_documents(value: Any) -> bool:
 _DOC_KEYS = ("doc_id", "document_id", "source")
 
 
-def _passages(docs: Sequence[Document], run: LiveRun) -> list[RetrievedText]:
+def _passages(
+    docs: Sequence[Document], run: LiveRun, *, reranked: bool = False
+) -> list[RetrievedText]:
     out: list[RetrievedText] = []
     for d in docs:
         ident = getattr(d, "id", None)
@@ -105,7 +107,7 @@ def _passages(docs: Sequence[Document], run: LiveRun) -> list[RetrievedText]:
             doc = next((d.metadata[k] for k in _DOC_KEYS if d.metadata.get(k) is not None), None)
             if doc is not None:
                 run.doc_of[str(ident)] = str(doc)
-        out.append(passage(d.page_content, ident, d.metadata))
+        out.append(passage(d.page_content, ident, d.metadata, reranked=reranked))
     return out
 
 
@@ -217,7 +219,7 @@ class TraceCallbackHandler(CaptureBase, BaseCallbackHandler):
             else:
                 docs = _documents(outputs)
                 if takes_docs and docs is not None and run.retrieved is not None:
-                    run.add_rerank(_passages(docs, run), took)
+                    run.add_rerank(_passages(docs, run, reranked=True), took)
         if finished is not None:
             self.sink.write(finished)
 
@@ -276,7 +278,7 @@ class TraceCallbackHandler(CaptureBase, BaseCallbackHandler):
             if run is None:
                 return
             if inner_s is not None:  # wraps a retriever: a compression / rerank step
-                run.add_rerank(_passages(documents, run), took - inner_s)
+                run.add_rerank(_passages(documents, run, reranked=True), took - inner_s)
             elif outer is not None:
                 self._inner_s[outer] = self._inner_s.get(outer, 0.0) + took
                 run.add_retrieval(_passages(documents, run), took)
