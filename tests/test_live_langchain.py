@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -247,3 +248,30 @@ def test_a_capture_failure_never_breaks_the_chain(
     assert got == ["Paris", "Rome"]
     assert handler.errors == 2 and handler.written == 0
     assert "ragtriage capture" in caplog.text
+
+
+def test_streamed_and_async_runs(tmp_path: Path) -> None:
+    """``stream`` (whose input arrives with the end event) and ``ainvoke``."""
+    vs = _store()
+    reranker = OverlapReranker(top_n=2)
+    chain = _chain(
+        CompressionRetriever(base=ScoredRetriever(store=vs, k=4), compressor=reranker),
+        FakeListChatModel(responses=list(QUESTIONS.values())),
+    )
+    handler = TraceCallbackHandler(tmp_path, references=QUESTIONS)
+    questions = list(QUESTIONS)
+    streamed = "".join(chain.stream(questions[0], config={"callbacks": [handler]}))
+
+    async def rest() -> list[str]:
+        return [await chain.ainvoke(q, config={"callbacks": [handler]}) for q in questions[1:]]
+
+    answers = [streamed, *asyncio.run(rest())]
+    assert answers == list(QUESTIONS.values()) and handler.errors == 0
+    traces = read_traces(tmp_path / "traces.jsonl")
+    assert [t["example"]["query"] for t in traces] == questions
+    for t, q in zip(traces, questions, strict=True):
+        kept = reranker.compress_documents(
+            [d for d, _s in vs.similarity_search_with_score(q, 4)], q
+        )
+        assert t["context"] == [d.id for d in kept] and t["answer"] == QUESTIONS[q]
+    validate_and_diagnose(tmp_path, len(QUESTIONS))

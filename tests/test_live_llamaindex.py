@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 from typing import Any
@@ -146,3 +147,23 @@ def test_a_capture_failure_never_breaks_the_query(
     assert str(r) == "Paris"
     assert capture.errors == 1 and capture.written == 0
     assert "ragtriage capture" in caplog.text
+
+
+def test_concurrent_async_queries_are_not_mixed_up(tmp_path: Path) -> None:
+    rerank = OverlapRerank(top_n=2)
+    engine = _index().as_query_engine(
+        llm=MockLLM(max_tokens=4), similarity_top_k=3, node_postprocessors=[rerank]
+    )
+
+    async def run_all() -> list[Any]:
+        return list(await asyncio.gather(*(engine.aquery(q) for q in QUESTIONS)))
+
+    with instrument(tmp_path, references=QUESTIONS) as capture:
+        responses = asyncio.run(run_all())
+    assert capture.errors == 0 and capture.written == len(QUESTIONS)
+    by_question = {t["example"]["query"]: t for t in read_traces(tmp_path / "traces.jsonl")}
+    assert set(by_question) == set(QUESTIONS)
+    for q, r in zip(QUESTIONS, responses, strict=True):
+        t = by_question[q]
+        assert t["context"] == [n.node.node_id for n in r.source_nodes]
+        assert len(t["retrieved"]) == 3 and len(t["reranked"]) == 2

@@ -50,13 +50,16 @@ _ANSWER_KEYS = ("answer", "output", "result", "text", "response")
 
 
 def _question(inputs: Any) -> str | None:
+    """The question in a chain's input (``None`` when blank: a streamed run's input
+    is given as ``""`` at start and in full with the end event)."""
     if isinstance(inputs, str):
-        return inputs
+        return inputs if inputs.strip() else None
     if isinstance(inputs, Mapping):
         for k in _QUESTION_KEYS:
-            if isinstance(inputs.get(k), str):
-                return str(inputs[k])
-        texts = [v for v in inputs.values() if isinstance(v, str)]
+            v = inputs.get(k)
+            if isinstance(v, str) and v.strip():
+                return v
+        texts = [v for v in inputs.values() if isinstance(v, str) and v.strip()]
         if len(texts) == 1:
             return texts[0]
     return None
@@ -212,6 +215,9 @@ class TraceCallbackHandler(CaptureBase, BaseCallbackHandler):
             if run is None:
                 return
             if is_root:
+                question = _question(kwargs.get("inputs"))
+                if question is not None:  # the full input of a streamed run
+                    run.question = question
                 answer = _answer(outputs)
                 if answer is not None:
                     run.answer = answer
