@@ -275,3 +275,37 @@ def test_streamed_and_async_runs(tmp_path: Path) -> None:
         )
         assert t["context"] == [d.id for d in kept] and t["answer"] == QUESTIONS[q]
     validate_and_diagnose(tmp_path, len(QUESTIONS))
+
+
+class TwoQueryRetriever(BaseRetriever):
+    """Retrieves for the query and for its last word, and merges (a multi-query
+    retriever's shape): its inner retrievals are the retriever's list, each passage
+    once; its merged output is the step after retrieval."""
+
+    base: BaseRetriever
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        config = {"callbacks": run_manager.get_child()}
+        first = self.base.invoke(query, config=config)
+        second = self.base.invoke(query.split()[-1], config=config)
+        merged = {d.id: d for d in [*second, *first]}
+        return list(merged.values())[:3]
+
+
+def test_nested_retrievals_are_one_list_without_repeats(tmp_path: Path) -> None:
+    vs = _store()
+    base = ScoredRetriever(store=vs, k=3)
+    chain = _chain(TwoQueryRetriever(base=base), FakeListChatModel(responses=["Paris"]))
+    q = "What is the capital of France?"
+    handler = TraceCallbackHandler(tmp_path, references=QUESTIONS)
+    chain.invoke(q, config={"callbacks": [handler]})
+    (t,) = read_traces(tmp_path / "traces.jsonl")
+    first = [d.id for d, _s in vs.similarity_search_with_score(q, k=3)]
+    second = [d.id for d, _s in vs.similarity_search_with_score("France?", k=3)]
+    union = list(dict.fromkeys([*first, *second]))
+    assert [h["chunk_id"] for h in t["retrieved"]] == union
+    assert t["stages"]["retrieval"]["calls"] == 2 and t["stages"]["reranking"]["calls"] == 1
+    assert [h["chunk_id"] for h in t["reranked"]] == list(dict.fromkeys([*second, *first]))[:3]
+    validate_and_diagnose(tmp_path, 1)

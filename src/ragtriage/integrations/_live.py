@@ -92,12 +92,14 @@ class LiveRun:
     def add_retrieval(self, passages: list[RetrievedText], seconds: float) -> None:
         if self.retrieved is None:
             self.retrieved = []
-        self.retrieved.extend(passages)
+        # several retrievals (sub-retrievers of an ensemble, a multi-query step): one
+        # list in the order seen, each passage once
+        self.retrieved = _unique([*self.retrieved, *passages])
         self.retrieval_s += max(seconds, 0.0)
         self.retrieval_calls += 1
 
     def add_rerank(self, passages: list[RetrievedText], seconds: float) -> None:
-        self.reranked = list(passages)
+        self.reranked = _unique(passages)
         self.rerank_s += max(seconds, 0.0)
         self.rerank_calls += 1
 
@@ -123,6 +125,17 @@ class LiveRun:
                 "calls": len(done),
             }
         return out
+
+
+def _unique(passages: Sequence[RetrievedText]) -> list[RetrievedText]:
+    """Each passage (text and id) once, at its first place."""
+    seen: set[tuple[str, str | None]] = set()
+    out: list[RetrievedText] = []
+    for p in passages:
+        if (p.text, p.source_id) not in seen:
+            seen.add((p.text, p.source_id))
+            out.append(p)
+    return out
 
 
 def _norm(text: str) -> str:
