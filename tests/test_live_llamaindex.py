@@ -167,3 +167,19 @@ def test_concurrent_async_queries_are_not_mixed_up(tmp_path: Path) -> None:
         t = by_question[q]
         assert t["context"] == [n.node.node_id for n in r.source_nodes]
         assert len(t["retrieved"]) == 3 and len(t["reranked"]) == 2
+
+
+def test_chat_engine_runs_are_captured_by_their_top_level_span(tmp_path: Path) -> None:
+    """No query engine (no QueryStartEvent): the chat call's span is the run."""
+    engine = _index().as_chat_engine(chat_mode="context", llm=UsageLLM(answer="Madrid"))
+    q = "What is the capital of Spain?"
+    with instrument(tmp_path, references=QUESTIONS) as capture:
+        reply = engine.chat(q)
+    assert capture.errors == 0 and capture.written == 1
+    (t,) = read_traces(tmp_path / "traces.jsonl")
+    assert t["example"]["query"] == q and t["answer"] == str(reply) == "Madrid"
+    assert t["metadata"]["question_from"] == "retriever query"
+    assert [h["chunk_id"] for h in t["retrieved"]] == [n.node.node_id for n in reply.source_nodes]
+    assert t["context"] == [h["chunk_id"] for h in t["retrieved"]]
+    assert t["stages"]["generation"]["completion_tokens"] == 1
+    validate_and_diagnose(tmp_path, 1)

@@ -15,6 +15,11 @@ becomes one trace in ``traces.jsonl``:
 - latencies (retrieval and LLM start/end events, postprocessor spans) and the token
   usage an LLM reports (``raw["usage"]`` or ``additional_kwargs``).
 
+Retrieval outside a query engine (a chat engine, a pipeline in an own
+``@dispatcher.span`` function) is one run per top-level span that retrieved and called
+an LLM: the question is the retriever's query, the answer the synthesizer's response
+(else the last LLM output); it is written when the span ends.
+
 ``capture.detach()`` (or leaving ``with instrument(...)``) removes the handlers.
 Capture errors are logged (logger ``ragtriage.integrations``), never raised into the
 query.
@@ -46,6 +51,7 @@ from llama_index.core.instrumentation.events.retrieval import (
     RetrievalEndEvent,
     RetrievalStartEvent,
 )
+from llama_index.core.instrumentation.events.synthesis import SynthesizeEndEvent
 from llama_index.core.instrumentation.span import SimpleSpan
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
@@ -188,6 +194,7 @@ class LlamaIndexCapture(CaptureBase):
             self._start[span_id] = time.perf_counter()
 
     def span_exit(self, span_id: str, instance: Any, result: Any) -> None:
+        finished: LiveRun | None = None
         with self.sink.guard("span exit"), self._lock:
             started = self._start.pop(span_id, None)
             root = self._root.get(span_id)
@@ -202,14 +209,18 @@ class LlamaIndexCapture(CaptureBase):
                     names = run.metadata.setdefault("postprocessors", [])
                     names.append(type(instance).__name__)
             if root == span_id:
+                run = self._runs.pop(root, None)
+                if run is not None and root not in self._query_span and run.llm_calls:
+                    finished = run  # a chat engine / own pipeline: its top-level span ended
                 for s in self._members.pop(root, {span_id}):
                     self._root.pop(s, None)
                     self._parent.pop(s, None)
                     self._start.pop(s, None)
                     self._retrieval.pop(s, None)
                     self._llm.pop(s, None)
-                self._runs.pop(root, None)  # a query that never ended (error)
-                self._query_span.pop(root, None)
+                self._query_span.pop(root, None)  # a query that never ended (error)
+        if finished is not None:
+            self.sink.write(finished)
 
     # ---------------------------------------------------------------- events
 
@@ -226,6 +237,12 @@ class LlamaIndexCapture(CaptureBase):
                     self._query_span[root] = span
                 return
             run = self._runs.get(root)
+            if run is None and isinstance(event, RetrievalStartEvent):
+                # retrieval outside a query engine (a chat engine, an own pipeline): the
+                # run is the top-level span, the question the retriever's query
+                run = LiveRun(key=root, question=_query_text(event.str_or_query_bundle))
+                run.metadata["question_from"] = "retriever query"
+                self._runs[root] = run
             if run is None:
                 return
             if isinstance(event, QueryEndEvent):
@@ -235,6 +252,10 @@ class LlamaIndexCapture(CaptureBase):
                     run.answer = text if isinstance(text, str) else str(response)
                     finished = self._runs.pop(root)
                     self._query_span.pop(root, None)
+            elif isinstance(event, SynthesizeEndEvent) and root not in self._query_span:
+                text = getattr(event.response, "response", None)
+                if isinstance(text, str):
+                    run.answer = text
             elif isinstance(event, RetrievalStartEvent):
                 self._retrieval[span] = time.perf_counter()
             elif isinstance(event, RetrievalEndEvent):
