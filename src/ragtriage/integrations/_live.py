@@ -218,7 +218,8 @@ class TraceSink:
         try:
             yield
         except Exception:
-            self.errors += 1
+            with self._lock:
+                self.errors += 1
             log.warning(
                 "ragtriage capture: %s failed; the trace may be incomplete", what, exc_info=True
             )
