@@ -16,7 +16,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(STAMP_DEV): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[dev,pandas,ann,pg,ray]'
+	$(BIN)/python -m pip install -q -e '.[dev,pandas,ann,pg,ray,langchain,llamaindex]'
 	touch $(STAMP_DEV)
 
 venv: $(STAMP_DEV)

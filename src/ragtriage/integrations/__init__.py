@@ -3,7 +3,9 @@
 
 ``import_traces("ragas", "eval.jsonl", "runs/mine", documents="docs/")`` writes
 ``runs/mine/traces.jsonl``; see ``docs/formats.md`` ("Importing traces") for the
-mapping of each format.
+mapping of each format. Live capture: :mod:`ragtriage.integrations.langchain` and
+:mod:`ragtriage.integrations.llamaindex` (imported on their own: they need the
+``langchain`` / ``llamaindex`` extras).
 """
 
 from __future__ import annotations
