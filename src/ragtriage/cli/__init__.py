@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "runs",
     "run",
     "eval_retrieval",
+    "evaluate",
     "diagnose",
     "calibrate",
 )

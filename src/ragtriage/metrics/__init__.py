@@ -23,3 +23,48 @@ __all__ = [
     "precision_at",
     "recall_at",
 ]
+
+from ragtriage.metrics._context import answer_claims, context_texts, reference_sentences
+from ragtriage.metrics._evaluate import bootstrap_ci, evaluate_answers, score_trace
+from ragtriage.metrics._judgements import (
+    ClaimVerdict,
+    MetricScore,
+    TraceJudge,
+    TraceJudgements,
+    Verdict,
+)
+from ragtriage.metrics._latency import latency_cost
+from ragtriage.metrics._lexical import exact_match, rouge_l, token_f1
+from ragtriage.metrics._llm_judge import LLMTraceJudge
+from ragtriage.metrics._offline import OfflineJudge, claim_verdict
+from ragtriage.metrics._rag import (
+    answer_relevancy,
+    context_precision_at,
+    context_recall,
+    faithfulness,
+)
+
+__all__ += [
+    "ClaimVerdict",
+    "LLMTraceJudge",
+    "MetricScore",
+    "OfflineJudge",
+    "TraceJudge",
+    "TraceJudgements",
+    "Verdict",
+    "answer_claims",
+    "answer_relevancy",
+    "bootstrap_ci",
+    "claim_verdict",
+    "context_precision_at",
+    "context_recall",
+    "context_texts",
+    "evaluate_answers",
+    "exact_match",
+    "faithfulness",
+    "latency_cost",
+    "reference_sentences",
+    "rouge_l",
+    "score_trace",
+    "token_f1",
+]
