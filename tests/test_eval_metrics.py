@@ -4,14 +4,14 @@ the LLM judge against the local HTTP server, and ``ragtriage evaluate``."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from diag_helpers import make_trace
-from llm_server import LocalLLMServer, last_user
+from llm_server import LocalLLMServer
+from metrics_helpers import metrics_reply
 from ragtriage.config import LLMConfig
 from ragtriage.embedding import HashEmbedder
 from ragtriage.llm import LLMRunner
@@ -171,27 +171,6 @@ def test_cli_evaluate_byte_identical(tmp_path: Path, monkeypatch: pytest.MonkeyP
 # ---------------------------------------------------------------- LLM judge
 
 
-def _scripted(body: dict[str, Any], index: int) -> str:
-    """A scripted judge behind the HTTP server: verifies claims with the offline rule."""
-    user = last_user(body)
-    system = body["messages"][0]["content"]
-    chunks = re.findall(r"^\[\d+\] (.*)$", user.split("Chunks:")[-1], flags=re.M)
-    if system.startswith("You evaluate an answer"):
-        ctx = user.split("Context:\n")[1].split("\n\nAnswer:")[0]
-        answer = user.split("Answer: ")[1].split("\n\nReply with")[0]
-        verdict = claim_verdict(answer, ctx)
-        return json.dumps(
-            {
-                "claims": [{"claim": answer, "verdict": verdict}],
-                "question": "When was Acme Corp founded?",
-                "noncommittal": False,
-            }
-        )
-    ref = user.split("Reference answer sentences:\n")[1].split("\n\nChunks:")[0]
-    n_ref = len(re.findall(r"^\[\d+\]", ref, flags=re.M))
-    return json.dumps({"chunks": [("1999" in c) for c in chunks], "reference": [True] * n_ref})
-
-
 def _runner(server: LocalLLMServer, tmp_path: Path, **kw: Any) -> LLMRunner:
     cfg = LLMConfig(base_url=server.base_url, model="m", concurrency=4, max_retries=0)
     return LLMRunner.from_config(cfg, cache_path=tmp_path / "cache.sqlite", **kw)
@@ -201,7 +180,7 @@ def _runner(server: LocalLLMServer, tmp_path: Path, **kw: Any) -> LLMRunner:
 def test_llm_judge_two_calls_per_trace(
     llm_server: LocalLLMServer, tmp_path: Path, reject: bool
 ) -> None:
-    llm_server.behaviour.reply = _scripted
+    llm_server.behaviour.reply = metrics_reply
     llm_server.behaviour.reject_response_format = reject
     traces = _traces()[:4]
     runner = _runner(llm_server, tmp_path)

@@ -53,6 +53,35 @@ def _semantic(answer: str, reference: str, embedder: Embedder) -> MetricScore:
     return MetricScore(value=max(0.0, float(v[0] @ v[1] / (n[0] * n[1]))), judge=judge)
 
 
+class _Prefetched:
+    """Serves vectors embedded in one batch up front (one model pass for all traces)."""
+
+    def __init__(self, inner: Embedder, texts: list[str]) -> None:
+        self.name = getattr(inner, "name", "embedder")
+        self.dim = inner.dim
+        self._inner = inner
+        unique = list(dict.fromkeys(texts))
+        vecs = np.asarray(inner.embed(unique)) if unique else np.zeros((0, inner.dim))
+        self._vecs = {t: vecs[i] for i, t in enumerate(unique)}
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        missing = [t for t in texts if t not in self._vecs]
+        if missing:
+            for t, v in zip(missing, np.asarray(self._inner.embed(missing)), strict=True):
+                self._vecs[t] = v
+        return np.stack([self._vecs[t] for t in texts]) if texts else np.zeros((0, self.dim))
+
+
+def _texts_to_embed(traces: Sequence[Trace], judgements: Sequence[TraceJudgements]) -> list[str]:
+    out: list[str] = []
+    for t, j in zip(traces, judgements, strict=True):
+        out.append(t.example.query)
+        out.extend(q for q in j.questions or () if q.strip())
+        if t.answer.strip() and t.example.answer.strip():
+            out += [t.answer, t.example.answer]
+    return out
+
+
 def score_trace(
     trace: Trace, j: TraceJudgements, embedder: Embedder, k: int = 5
 ) -> dict[str, MetricScore]:
@@ -105,6 +134,7 @@ def evaluate_answers(
     holds per metric ``mean``, ``ci95``, ``n`` and ``undetermined`` (counts per reason),
     plus latency and cost from the traces."""
     judgements = judge.judge_many(list(traces))
+    embedder = _Prefetched(embedder, _texts_to_embed(traces, judgements))
     rows: list[dict[str, Any]] = []
     collected: dict[str, list[float]] = {}
     undetermined: dict[str, dict[str, int]] = {}

@@ -129,8 +129,12 @@ class LLMTraceJudge:
         async def one(r: ChatRequest | None, purpose: str) -> Completion | LLMFailure | None:
             return None if r is None else await self.runner.try_complete(r, purpose=purpose)
 
-        answers = await asyncio.gather(*(one(a, "metrics_answer") for a, _ in reqs))
-        contexts = await asyncio.gather(*(one(c, "metrics_context") for _, c in reqs))
+        # every request of every trace in flight at once (the runner bounds concurrency)
+        outs = await asyncio.gather(
+            *(one(a, "metrics_answer") for a, _ in reqs),
+            *(one(c, "metrics_context") for _, c in reqs),
+        )
+        answers, contexts = outs[: len(reqs)], outs[len(reqs) :]
         return [
             self._judgements(t, a, c) for t, a, c in zip(traces, answers, contexts, strict=True)
         ]
