@@ -24,6 +24,16 @@ __all__ = [
     "recall_at",
 ]
 
+from ragtriage.metrics._compare import (
+    MetricDelta,
+    MetricGate,
+    MetricGateResult,
+    compare_scores,
+    evaluate_metric_gate,
+    is_metric_gate,
+    parse_metric_gate,
+    read_scores,
+)
 from ragtriage.metrics._context import answer_claims, context_texts, reference_sentences
 from ragtriage.metrics._evaluate import bootstrap_ci, evaluate_answers, score_trace
 from ragtriage.metrics._judgements import (
@@ -47,6 +57,9 @@ from ragtriage.metrics._rag import (
 __all__ += [
     "ClaimVerdict",
     "LLMTraceJudge",
+    "MetricDelta",
+    "MetricGate",
+    "MetricGateResult",
     "MetricScore",
     "OfflineJudge",
     "TraceJudge",
@@ -56,13 +69,18 @@ __all__ += [
     "answer_relevancy",
     "bootstrap_ci",
     "claim_verdict",
+    "compare_scores",
     "context_precision_at",
     "context_recall",
     "context_texts",
     "evaluate_answers",
+    "evaluate_metric_gate",
     "exact_match",
     "faithfulness",
+    "is_metric_gate",
     "latency_cost",
+    "parse_metric_gate",
+    "read_scores",
     "reference_sentences",
     "rouge_l",
     "score_trace",
