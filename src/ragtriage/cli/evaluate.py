@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -18,6 +18,12 @@ from rich.table import Table
 
 from ragtriage.errors import InputError
 from ragtriage.jsonl import atomic_write_text
+
+if TYPE_CHECKING:
+    from ragtriage.embedding import Embedder
+    from ragtriage.llm import LLMRunner
+    from ragtriage.metrics import MetricScore
+    from ragtriage.records import Trace
 
 __all__ = ["register", "write_scores"]
 
@@ -33,6 +39,48 @@ def write_scores(out: Path, rows: list[dict[str, Any]], aggregate: dict[str, Any
         out / "metrics.json",
         json.dumps(aggregate, sort_keys=True, indent=2, ensure_ascii=False) + "\n",
     )
+
+
+def _extra_scores(
+    traces: list[Trace],
+    runner: LLMRunner | None,
+    emb: Embedder,
+    *,
+    g_eval: bool,
+    rubrics: Path | None,
+    selfcheck_n: int,
+    seed: int,
+) -> list[dict[str, MetricScore]]:
+    """g_eval and selfcheck scores per trace (LLM when a runner is given, else offline)."""
+    from ragtriage.metrics import (
+        DEFAULT_RUBRICS,
+        g_eval_llm,
+        g_eval_offline,
+        load_rubrics,
+        sample_answers,
+        samples_of,
+        selfcheck,
+    )
+
+    out: list[dict[str, MetricScore]] = [{} for _ in traces]
+    if g_eval:
+        rubs = load_rubrics(rubrics) if rubrics is not None else DEFAULT_RUBRICS
+        ge = (
+            g_eval_llm(traces, rubs, runner)
+            if runner is not None
+            else [g_eval_offline(t, rubs, emb) for t in traces]
+        )
+        for row, more in zip(out, ge, strict=True):
+            row.update(more)
+    sampled = (
+        sample_answers(traces, runner, n=selfcheck_n, seed=seed)
+        if runner is not None and selfcheck_n > 0
+        else [[] for _ in traces]
+    )
+    for row, t, extra_samples in zip(out, traces, sampled, strict=True):
+        judge = "offline" if not extra_samples else "offline+llm-samples"
+        row.update(selfcheck(t.answer, samples_of(t) + extra_samples, judge))
+    return out
 
 
 def _print(aggregate: dict[str, Any], console: Console) -> None:
@@ -90,6 +138,19 @@ def register(app: typer.Typer) -> None:
         ),
         no_cache: bool = typer.Option(False, "--no-cache", help="Do not use the LLM cache."),
         cache: Path | None = typer.Option(None, "--cache", help="LLM cache file."),
+        g_eval: bool = typer.Option(
+            True, "--g-eval/--no-g-eval", help="G-Eval rubric scores (one LLM call a trace)."
+        ),
+        rubrics: Path | None = typer.Option(
+            None, "--rubrics", help="YAML with 'rubrics: [{name, description, steps}]'."
+        ),
+        selfcheck_n: int = typer.Option(
+            0,
+            "--selfcheck",
+            min=0,
+            help="Sample N answers per trace with the LLM for SelfCheck (0: only samples "
+            "the traces carry in metadata.sampled_answers).",
+        ),
     ) -> None:
         """Score answers and contexts: faithfulness, answer relevancy, context precision@k,
         context recall, exact match, F1, ROUGE-L, semantic similarity, latency and cost."""
@@ -126,6 +187,15 @@ def register(app: typer.Typer) -> None:
                 )
             the_judge = OfflineJudge()
         try:
+            extra = _extra_scores(
+                traces,
+                runner,
+                emb,
+                g_eval=g_eval,
+                rubrics=rubrics,
+                selfcheck_n=selfcheck_n,
+                seed=seed,
+            )
             rows, aggregate = evaluate_answers(
                 traces,
                 the_judge,
@@ -135,6 +205,7 @@ def register(app: typer.Typer) -> None:
                 resamples=resamples,
                 price_per_1k_prompt=cfg.llm.price_per_1k_prompt,
                 price_per_1k_completion=cfg.llm.price_per_1k_completion,
+                extra=extra,
             )
             if runner is not None and dry_run:
                 t = runner.ledger.summary().total

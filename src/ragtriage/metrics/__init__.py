@@ -36,6 +36,13 @@ from ragtriage.metrics._compare import (
 )
 from ragtriage.metrics._context import answer_claims, context_texts, reference_sentences
 from ragtriage.metrics._evaluate import bootstrap_ci, evaluate_answers, score_trace
+from ragtriage.metrics._geval import (
+    DEFAULT_RUBRICS,
+    Rubric,
+    g_eval_llm,
+    g_eval_offline,
+    load_rubrics,
+)
 from ragtriage.metrics._judgements import (
     ClaimVerdict,
     MetricScore,
@@ -53,8 +60,10 @@ from ragtriage.metrics._rag import (
     context_recall,
     faithfulness,
 )
+from ragtriage.metrics._selfcheck import sample_answers, samples_of, selfcheck
 
 __all__ += [
+    "DEFAULT_RUBRICS",
     "ClaimVerdict",
     "LLMTraceJudge",
     "MetricDelta",
@@ -62,6 +71,7 @@ __all__ += [
     "MetricGateResult",
     "MetricScore",
     "OfflineJudge",
+    "Rubric",
     "TraceJudge",
     "TraceJudgements",
     "Verdict",
@@ -77,12 +87,18 @@ __all__ += [
     "evaluate_metric_gate",
     "exact_match",
     "faithfulness",
+    "g_eval_llm",
+    "g_eval_offline",
     "is_metric_gate",
     "latency_cost",
+    "load_rubrics",
     "parse_metric_gate",
     "read_scores",
     "reference_sentences",
     "rouge_l",
+    "sample_answers",
+    "samples_of",
     "score_trace",
+    "selfcheck",
     "token_f1",
 ]

@@ -4,7 +4,7 @@ byte-identical output (values rounded to 6 decimals, keys sorted by the writer).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -128,19 +128,22 @@ def evaluate_answers(
     resamples: int = 1000,
     price_per_1k_prompt: float = 0.0,
     price_per_1k_completion: float = 0.0,
+    extra: Sequence[Mapping[str, MetricScore]] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """``(per_trace_rows, aggregate)``. Rows hold ``trace_id``, ``example_id`` and
     ``scores`` (``{metric: {value | "undetermined", judge, reason?}}``); the aggregate
     holds per metric ``mean``, ``ci95``, ``n`` and ``undetermined`` (counts per reason),
-    plus latency and cost from the traces."""
+    plus latency and cost from the traces. ``extra`` adds scores per trace (g_eval,
+    selfcheck), in trace order."""
     judgements = judge.judge_many(list(traces))
     embedder = _Prefetched(embedder, _texts_to_embed(traces, judgements))
     rows: list[dict[str, Any]] = []
     collected: dict[str, list[float]] = {}
     undetermined: dict[str, dict[str, int]] = {}
     judges: dict[str, set[str]] = {}
-    for trace, j in zip(traces, judgements, strict=True):
-        scores = score_trace(trace, j, embedder, k)
+    extras = list(extra) if extra is not None else [{} for _ in traces]
+    for trace, j, more in zip(traces, judgements, extras, strict=True):
+        scores = {**score_trace(trace, j, embedder, k), **more}
         for name, s in scores.items():
             judges.setdefault(name, set()).add(s.judge)
             if s.value is None:
@@ -156,7 +159,7 @@ def evaluate_answers(
                 "scores": {name: _round(s) for name, s in scores.items()},
             }
         )
-    names = list(rows[0]["scores"]) if rows else []
+    names = list(dict.fromkeys(n for r in rows for n in r["scores"]))
     metrics: dict[str, Any] = {}
     for i, name in enumerate(names):
         vals = collected.get(name, [])
