@@ -11,7 +11,15 @@ from typing import Any
 from llm_server import last_user
 from ragtriage.metrics import answer_claims, claim_verdict
 
-__all__ = ["metrics_reply"]
+__all__ = ["ZH", "metrics_reply"]
+
+#: make_trace keyword arguments for a Chinese trace (diag_helpers.make_trace)
+ZH = {
+    "query": "阿克米公司成立于哪一年？",
+    "gt_answer": "阿克米公司成立于1999年。",
+    "gt_texts": ("阿克米公司成立于1999年，总部位于春田市。", "公司销售小部件。"),
+    "other_texts": ("环球公司成立于2005年。", "英尼泰克为银行开发软件。"),
+}
 
 _ITEM = re.compile(r"^\[\d+\] (.*)$", re.M)
 

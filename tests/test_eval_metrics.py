@@ -11,7 +11,7 @@ import pytest
 
 from diag_helpers import make_trace
 from llm_server import LocalLLMServer
-from metrics_helpers import metrics_reply
+from metrics_helpers import ZH, metrics_reply
 from ragtriage.config import LLMConfig
 from ragtriage.embedding import HashEmbedder
 from ragtriage.llm import LLMRunner
@@ -32,13 +32,6 @@ from ragtriage.metrics import (
 from ragtriage.records import Trace
 
 EMB = HashEmbedder(64)
-
-ZH = {
-    "query": "阿克米公司成立于哪一年？",
-    "gt_answer": "阿克米公司成立于1999年。",
-    "gt_texts": ("阿克米公司成立于1999年，总部位于春田市。", "公司销售小部件。"),
-    "other_texts": ("环球公司成立于2005年。", "英尼泰克为银行开发软件。"),
-}
 
 
 def test_lexical_metrics_en_and_zh() -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from diag_helpers import make_trace
 from llm_server import LocalLLMServer
+from metrics_helpers import ZH
 from ragtriage.config import LLMConfig
 from ragtriage.embedding import HashEmbedder
 from ragtriage.errors import InputError
@@ -24,12 +25,6 @@ from ragtriage.metrics import (
 )
 
 EMB = HashEmbedder(64)
-ZH = {
-    "query": "阿克米公司成立于哪一年？",
-    "gt_answer": "阿克米公司成立于1999年。",
-    "gt_texts": ("阿克米公司成立于1999年，总部位于春田市。", "公司销售小部件。"),
-    "other_texts": ("环球公司成立于2005年。", "英尼泰克为银行开发软件。"),
-}
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

@@ -32,6 +32,7 @@ from ragtriage.llm import (
 )
 from ragtriage.metrics._context import answer_claims, context_texts
 from ragtriage.metrics._judgements import MetricScore
+from ragtriage.metrics._llm_judge import llm_judge_name
 from ragtriage.metrics._offline import OfflineJudge
 from ragtriage.metrics._rag import faithfulness
 from ragtriage.records import Trace
@@ -213,8 +214,7 @@ def g_eval_llm(
     traces: Sequence[Trace], rubrics: Sequence[Rubric], runner: LLMRunner
 ) -> list[dict[str, MetricScore]]:
     """One call per trace grading every rubric; unparseable replies → undetermined."""
-    model = getattr(runner.client, "model_name", "")
-    judge = f"llm:{model}" if isinstance(model, str) and model else "llm"
+    judge = llm_judge_name(runner)
 
     async def go() -> list[Completion | LLMFailure]:
         return list(

@@ -32,7 +32,7 @@ from ragtriage.metrics._context import context_texts, reference_sentences
 from ragtriage.metrics._judgements import ClaimVerdict, TraceJudgements
 from ragtriage.records import Trace
 
-__all__ = ["ANSWER_SCHEMA", "CONTEXT_SCHEMA", "LLMTraceJudge"]
+__all__ = ["ANSWER_SCHEMA", "CONTEXT_SCHEMA", "LLMTraceJudge", "llm_judge_name"]
 
 _VERDICTS: Final = ("supported", "not_supported", "contradicted")
 
@@ -82,6 +82,12 @@ _CONTEXT_SYSTEM: Final = (
 )
 
 
+def llm_judge_name(runner: LLMRunner) -> str:
+    """``llm:MODEL`` — the judge named in every score an LLM produced."""
+    model = getattr(runner.client, "model_name", "")
+    return f"llm:{model}" if isinstance(model, str) and model else "llm"
+
+
 def _numbered(items: list[str]) -> str:
     return "\n".join(f"[{i}] {t}" for i, t in enumerate(items, start=1)) or "(none)"
 
@@ -92,8 +98,7 @@ class LLMTraceJudge:
     def __init__(self, runner: LLMRunner, *, max_tokens: int = 768) -> None:
         self.runner = runner
         self.max_tokens = max_tokens
-        model = getattr(runner.client, "model_name", "")
-        self.name = f"llm:{model}" if isinstance(model, str) and model else "llm"
+        self.name = llm_judge_name(runner)
 
     def requests(self, trace: Trace) -> tuple[ChatRequest | None, ChatRequest | None]:
         ctx = context_texts(trace)
