@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "run",
     "eval_retrieval",
     "evaluate",
+    "robustness",
     "diagnose",
     "calibrate",
 )

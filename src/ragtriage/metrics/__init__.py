@@ -60,10 +60,18 @@ from ragtriage.metrics._rag import (
     context_recall,
     faithfulness,
 )
+from ragtriage.metrics._robustness import (
+    PERTURBATIONS,
+    paraphrase,
+    perturb_context,
+    robustness,
+    typos,
+)
 from ragtriage.metrics._selfcheck import sample_answers, samples_of, selfcheck
 
 __all__ += [
     "DEFAULT_RUBRICS",
+    "PERTURBATIONS",
     "ClaimVerdict",
     "LLMTraceJudge",
     "MetricDelta",
@@ -92,13 +100,17 @@ __all__ += [
     "is_metric_gate",
     "latency_cost",
     "load_rubrics",
+    "paraphrase",
     "parse_metric_gate",
+    "perturb_context",
     "read_scores",
     "reference_sentences",
+    "robustness",
     "rouge_l",
     "sample_answers",
     "samples_of",
     "score_trace",
     "selfcheck",
     "token_f1",
+    "typos",
 ]
