@@ -15,21 +15,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ragtriage.embedding import Embedder
 from ragtriage.errors import InputError
-from ragtriage.llm import (
-    ChatRequest,
-    Completion,
-    LLMFailure,
-    LLMRunner,
-    parse_json_object,
-    run_sync,
-)
 from ragtriage.metrics._context import answer_claims, context_texts
 from ragtriage.metrics._judgements import MetricScore
 from ragtriage.metrics._llm_judge import llm_judge_name
@@ -37,6 +29,9 @@ from ragtriage.metrics._offline import OfflineJudge
 from ragtriage.metrics._rag import faithfulness
 from ragtriage.records import Trace
 from ragtriage.text import content_tokens, word_tokens
+
+if TYPE_CHECKING:  # the LLM layer (openai, aiohttp) is imported when a call is made
+    from ragtriage.llm import ChatRequest, Completion, LLMFailure, LLMRunner
 
 __all__ = ["DEFAULT_RUBRICS", "Rubric", "g_eval_llm", "g_eval_offline", "load_rubrics"]
 
@@ -172,6 +167,8 @@ def _request(trace: Trace, rubrics: Sequence[Rubric]) -> ChatRequest:
     )
     ctx = "\n".join(f"[{i}] {t}" for i, t in enumerate(context_texts(trace), start=1))
     ref = trace.example.answer if trace.example.answerable else "(none)"
+    from ragtriage.llm import ChatRequest
+
     return ChatRequest.of(
         _SYSTEM,
         f"Criteria:\n{crit}\n\nQuestion: {trace.example.query}\n\nContext:\n{ctx or '(none)'}"
@@ -184,6 +181,8 @@ def _request(trace: Trace, rubrics: Sequence[Rubric]) -> ChatRequest:
 def _parse(
     out: Completion | LLMFailure, rubrics: Sequence[Rubric], judge: str
 ) -> dict[str, MetricScore]:
+    from ragtriage.llm import LLMFailure, parse_json_object
+
     names = [f"g_eval.{r.name}" for r in rubrics]
     if isinstance(out, LLMFailure):
         return {
@@ -224,6 +223,8 @@ def g_eval_llm(
         )
 
     empty = "empty answer"
+    from ragtriage.llm import run_sync
+
     outs = run_sync(go())
     return [
         _parse(o, rubrics, judge)

@@ -18,19 +18,14 @@ Prompts adapted from the RAGAS descriptions in seed 003.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from ragtriage.llm import (
-    ChatRequest,
-    Completion,
-    LLMFailure,
-    LLMRunner,
-    parse_json_object,
-    run_sync,
-)
 from ragtriage.metrics._context import context_texts, reference_sentences
 from ragtriage.metrics._judgements import ClaimVerdict, TraceJudgements
 from ragtriage.records import Trace
+
+if TYPE_CHECKING:  # the LLM layer (openai, aiohttp) is imported when a call is made
+    from ragtriage.llm import ChatRequest, Completion, LLMFailure, LLMRunner
 
 __all__ = ["ANSWER_SCHEMA", "CONTEXT_SCHEMA", "LLMTraceJudge", "llm_judge_name"]
 
@@ -101,6 +96,8 @@ class LLMTraceJudge:
         self.name = llm_judge_name(runner)
 
     def requests(self, trace: Trace) -> tuple[ChatRequest | None, ChatRequest | None]:
+        from ragtriage.llm import ChatRequest
+
         ctx = context_texts(trace)
         answer = trace.answer.strip()
         q = trace.example.query
@@ -145,6 +142,8 @@ class LLMTraceJudge:
         ]
 
     def judge_many(self, traces: list[Trace]) -> list[TraceJudgements]:
+        from ragtriage.llm import run_sync
+
         return run_sync(self.ajudge_many(traces))
 
     def _judgements(
@@ -159,6 +158,8 @@ class LLMTraceJudge:
 
 
 def _reply(out: Completion | LLMFailure | None, empty: str) -> tuple[dict[str, Any] | None, str]:
+    from ragtriage.llm import LLMFailure, parse_json_object
+
     if out is None:
         return None, empty
     if isinstance(out, LLMFailure):

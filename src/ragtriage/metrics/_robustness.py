@@ -22,14 +22,16 @@ import asyncio
 import random
 import zlib
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from ragtriage.generation import Generator
 from ragtriage.metrics._context import context_chunks
 from ragtriage.metrics._lexical import exact_match, token_f1
 from ragtriage.metrics._offline import claim_verdict
 from ragtriage.records import Chunk, Trace
 from ragtriage.text import detect_language, has_cjk, is_cjk
+
+if TYPE_CHECKING:  # generation imports the LLM layer
+    from ragtriage.generation import Generator
 
 __all__ = ["PERTURBATIONS", "paraphrase", "perturb_context", "robustness", "typos"]
 

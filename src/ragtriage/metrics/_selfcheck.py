@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from ragtriage.llm import ChatRequest, LLMFailure, LLMRunner, run_sync
 from ragtriage.metrics._context import answer_claims, context_texts
 from ragtriage.metrics._judgements import MetricScore
 from ragtriage.metrics._offline import claim_verdict
 from ragtriage.records import Trace
+
+if TYPE_CHECKING:  # the LLM layer (openai, aiohttp) is imported when a call is made
+    from ragtriage.llm import ChatRequest, LLMRunner
 
 __all__ = ["sample_answers", "samples_of", "selfcheck"]
 
@@ -60,6 +62,8 @@ def sample_answers(
     traces: Sequence[Trace], runner: LLMRunner, *, n: int = 5, seed: int = 0
 ) -> list[list[str]]:
     """``n`` seeded samples per trace at temperature 1 (reproducible from the cache)."""
+
+    from ragtriage.llm import ChatRequest, LLMFailure, run_sync
 
     def request(t: Trace) -> ChatRequest:
         ctx = "\n".join(context_texts(t))
