@@ -150,6 +150,7 @@ def test_cli_evaluate_byte_identical(tmp_path: Path, monkeypatch: pytest.MonkeyP
         )
         assert res.exit_code == 0, res.output
         assert "offline judge" in res.output
+        assert "lowest faithfulness: en0 0.00" in res.output
         outs.append(
             (tmp_path / name / "scores.jsonl").read_bytes()
             + (tmp_path / name / "metrics.json").read_bytes()

@@ -112,6 +112,22 @@ def _print(aggregate: dict[str, Any], console: Console) -> None:
         )
 
 
+def _print_lowest(rows: list[dict[str, Any]], console: Console, n: int = 5) -> None:
+    """The examples with the lowest faithfulness (where to look first, next to the
+    diagnosis of the same example ids)."""
+    scored = [
+        (r["scores"]["faithfulness"]["value"], r["example_id"])
+        for r in rows
+        if not isinstance(r["scores"]["faithfulness"]["value"], str)
+    ]
+    low = sorted(scored)[:n]
+    if low and low[0][0] < 1.0:
+        console.print(
+            "lowest faithfulness: " + ", ".join(f"{e} {v:.2f}" for v, e in low if v < 1.0),
+            highlight=False,
+        )
+
+
 def register(app: typer.Typer) -> None:
     @app.command("evaluate")
     def evaluate(
@@ -221,6 +237,7 @@ def register(app: typer.Typer) -> None:
                 runner.close()
         write_scores(out, rows, aggregate)
         _print(aggregate, console)
+        _print_lowest(rows, console)
         if runner is not None:
             t = runner.ledger.summary().total
             console.print(
