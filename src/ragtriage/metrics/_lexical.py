@@ -1,0 +1,55 @@
+"""End-to-end answer metrics against the ground-truth answer: exact match, token F1
+(words for English, characters for Chinese) and ROUGE-L (LCS F-measure)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ragtriage.text import normalize, word_tokens
+
+__all__ = ["exact_match", "rouge_l", "token_f1"]
+
+_PUNCT = frozenset(".,;:!?\"'()[]{}。，；：！？、“”‘’（）《》【】-—")
+
+
+def _tokens(text: str) -> list[str]:
+    return [t for t in word_tokens(text) if t not in _PUNCT and t.strip()]
+
+
+def exact_match(prediction: str, reference: str) -> float:
+    """1.0 when the normalised token sequences are equal, else 0.0."""
+    return 1.0 if _tokens(normalize(prediction)) == _tokens(normalize(reference)) else 0.0
+
+
+def token_f1(prediction: str, reference: str) -> float | None:
+    """Bag-of-tokens F1 (SQuAD style); ``None`` when either side has no token."""
+    p, r = Counter(_tokens(prediction)), Counter(_tokens(reference))
+    if not p or not r:
+        return None
+    common = sum((p & r).values())
+    if common == 0:
+        return 0.0
+    prec, rec = common / sum(p.values()), common / sum(r.values())
+    return 2 * prec * rec / (prec + rec)
+
+
+def _lcs(a: list[str], b: list[str]) -> int:
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        cur = [0]
+        for j, y in enumerate(b):
+            cur.append(prev[j] + 1 if x == y else max(prev[j + 1], cur[j]))
+        prev = cur
+    return prev[-1]
+
+
+def rouge_l(prediction: str, reference: str) -> float | None:
+    """ROUGE-L F1 over tokens; ``None`` when either side has no token."""
+    p, r = _tokens(prediction), _tokens(reference)
+    if not p or not r:
+        return None
+    lcs = _lcs(p, r)
+    if lcs == 0:
+        return 0.0
+    prec, rec = lcs / len(p), lcs / len(r)
+    return 2 * prec * rec / (prec + rec)
