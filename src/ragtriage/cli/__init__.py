@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "eval_retrieval",
     "diagnose",
     "calibrate",
+    "advise",
 )
 
 app = typer.Typer(

@@ -82,6 +82,9 @@ def register(app: typer.Typer) -> None:
         json_path: Path | None = typer.Option(
             None, "--json", help="Also write the comparison as JSON."
         ),
+        story: bool = typer.Option(
+            False, "--story", help="End with three lines: what broke, changed, improved."
+        ),
     ) -> None:
         """Before/after table (seed 000 Table 2 with Impr.) and CI gates on the deltas."""
         gates = [parse_gate(g) for g in gate or []]
@@ -106,6 +109,11 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"wrote {json_path}")
         for r in results:
             typer.echo(r.message, err=not r.passed)
+        if story:
+            from ragtriage.tuning import story_lines
+
+            for line in story_lines(comparison):
+                typer.echo(line)
         failed = [r for r in results if not r.passed]
         if failed:
             typer.echo(
