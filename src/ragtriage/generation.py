@@ -609,8 +609,9 @@ class ExtractiveGenerator:
             picks = _pick_sentences(query, kept, self._max_sentences, self._min_coverage)
         else:
             picks = _pick_one(query, kept, self._min_coverage)
+        citations: tuple[str, ...] = ()
         if not picks:
-            answer, citations = abstain, ()
+            answer = abstain
         else:
             answer = " ".join(f"{' '.join(text.split())} [{labels[cid]}]" for text, cid in picks)
             citations = tuple(dict.fromkeys(cid for _, cid in picks))

@@ -13,7 +13,7 @@ from ragtriage.diagnosis.advice import Advice, rank_advice
 from ragtriage.errors import ConfigError
 from ragtriage.records import Diagnosis, ErrorType
 
-__all__ = ["AppliedAdvice", "AdviceChange", "apply_advice", "change_for_hint"]
+__all__ = ["AdviceChange", "AppliedAdvice", "apply_advice", "change_for_hint"]
 
 E = ErrorType
 
@@ -68,6 +68,9 @@ _TUNABLE: frozenset[str] = frozenset(
     }
 )
 
+# the generation settings the extractive generators read
+_EXTRACTIVE_KEYS: frozenset[str] = frozenset({"backend", "ordering", "max_context_tokens"})
+
 
 def _get(cfg: PipelineConfig, key: str) -> Any:
     section, name = key.split(".", 1)
@@ -106,12 +109,16 @@ def change_for_hint(cfg: PipelineConfig, error_type: ErrorType, hint: str) -> tu
 
     Only changes that run offline with what ``cfg`` already has are made: an LLM
     reranker, query transform or generator needs a configured endpoint; a cross-encoder
-    needs ``rerank.model_path``; prompts do not steer the extractive generator.
+    needs ``rerank.model_path``; the extractive generators read only the context
+    budget and ordering of the generation settings.
     """
     key, sep, value = hint.partition("=")
     section, _, name = key.partition(".")
     if not name or not hasattr(cfg, section) or not hasattr(getattr(cfg, section), name):
         return f"{key} is not a pipeline setting"
+    extractive = cfg.generation.backend.startswith("extractive")
+    if extractive and section == "generation" and name not in _EXTRACTIVE_KEYS:
+        return f"{key} has no effect on the extractive generator"
     if not sep:
         if key not in _TUNABLE:
             return f"{key} has no automatic tuning rule"
@@ -122,12 +129,6 @@ def change_for_hint(cfg: PipelineConfig, error_type: ErrorType, hint: str) -> tu
         return f"{hint} needs an LLM endpoint (llm.base_url and llm.model)"
     if value == "cross_encoder" and not cfg.rerank.model_path:
         return f"{hint} needs rerank.model_path (a cross-encoder model)"
-    if (
-        section == "generation"
-        and name == "prompt"
-        and cfg.generation.backend.startswith("extractive")
-    ):
-        return "prompts do not steer the extractive generator"
     old = _get(cfg, key)
     new_value: Any = value
     if isinstance(old, bool):
