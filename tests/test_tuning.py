@@ -59,8 +59,9 @@ def test_hints_map_to_concrete_settings() -> None:
     assert change_for_hint(cfg, E.E1, "chunking.size") == ("chunking.size", 128)  # the default
     assert change_for_hint(cfg, E.E1, "chunking.overlap") == ("chunking.overlap", 8)
     assert change_for_hint(cfg, E.E4, "retrieval.top_k") == ("retrieval.top_k", 20)
-    # more chunks after reranking, but never more than were retrieved
-    assert change_for_hint(cfg, E.E7, "rerank.top_k") == ("rerank.top_k", 3)
+    # more chunks after reranking: double, at least the default (5)
+    assert change_for_hint(cfg, E.E7, "rerank.top_k") == ("rerank.top_k", 5)
+    assert change_for_hint(cfg, E.E8, "rerank.top_k") == "rerank.top_k already at its floor (1)"
     big = cfg.model_copy(update={"chunking": cfg.chunking.model_copy(update={"size": 512})})
     assert change_for_hint(big, E.E2, "chunking.size") == ("chunking.size", 256)
 
@@ -87,22 +88,27 @@ def test_apply_advice_follows_the_ranking_one_setting_each() -> None:
     diagnoses += [_diag(20 + i, E.E4) for i in range(2)]
     diagnoses += [_diag(30, E.E10)]
     one = apply_advice(cfg, diagnoses)
+    # forwarding 5 chunks needs 5 retrieved: one advice, two coupled settings
     assert [(c.error_type, c.key, c.old, c.new) for c in one.changes] == [
-        (E.E7, "rerank.top_k", 1, 3)
+        (E.E7, "rerank.top_k", 1, 5),
+        (E.E7, "retrieval.top_k", 3, 5),
     ]
-    assert one.config.rerank.top_k == 3 and one.config.chunking == cfg.chunking
+    assert one.config.rerank.top_k == 5 and one.config.chunking == cfg.chunking
     assert one.config.name == "demo-weak+advice"
     three = apply_advice(cfg, diagnoses, top=3)
+    # E4's first hint (retrieval.top_k) was already changed for E7: its second applies
     assert [c.key for c in three.changes] == [
         "rerank.top_k",
-        "chunking.strategy",
         "retrieval.top_k",
+        "chunking.strategy",
+        "retrieval.mode",
     ]
-    assert three.changes[1].addressed == 4
-    assert three.config.retrieval.top_k == 20 and three.config.chunking.strategy == "sentence"
+    assert three.changes[2].addressed == 4
+    assert three.config.retrieval.mode == "hybrid_rrf"
+    assert three.config.chunking.strategy == "sentence"
     # E10's hints (temperature already 0, prompts) do not apply to the extractive generator
     four = apply_advice(cfg, diagnoses, top=4)
-    assert len(four.changes) == 3
+    assert len(four.changes) == 4
     assert [t for t, _ in four.skipped] == [E.E10]
     with pytest.raises(ConfigError):
         apply_advice(cfg, diagnoses, top=0)
@@ -158,7 +164,7 @@ def test_weak_config_diagnose_advise_rerun_improves_accuracy(tmp_path: Path) -> 
     sb = summarize(before)
     assert all(s.count > 0 for s in sb.stages), sb.stages  # chunking .. generation
     applied = apply_advice(weak, before, top=3)
-    assert len(applied.changes) == 3
+    assert len({c.error_type for c in applied.changes}) == 3
     after = run(applied.config)
     sa = summarize(after)
     assert sb.accuracy is not None and sa.accuracy is not None
@@ -194,8 +200,9 @@ def test_advise_cli_writes_a_loadable_config(tmp_path: Path) -> None:
         app, ["advise", str(run_dir), "--top", "2", "--write-config", str(out)]
     )
     assert res.exit_code == 0, res.output
-    assert "rerank.top_k: 1 -> 3" in res.output
+    assert "rerank.top_k: 1 -> 5" in res.output and "retrieval.top_k: 3 -> 5" in res.output
     fixed = load_config(out)
-    assert fixed.rerank.top_k == 3 and fixed.chunking.strategy == "sentence"
+    assert fixed.rerank.top_k == 5 and fixed.retrieval.top_k == 5
+    assert fixed.chunking.strategy == "sentence"
     assert fixed.generation.backend == "extractive_multi"
-    assert fixed.retrieval == cfg.retrieval
+    assert fixed.retrieval.mode == cfg.retrieval.mode

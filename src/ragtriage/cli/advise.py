@@ -52,8 +52,11 @@ def register(app: typer.Typer) -> None:
                     field="config",
                 ) from exc
         applied = apply_advice(cfg, run.diagnoses, top=top, name=name)
+        last = None
         for c in applied.changes:
-            typer.echo(f"{c.error_type.value} ({c.addressed} failing): {c.title}")
+            if c.error_type is not last:
+                typer.echo(f"{c.error_type.value} ({c.addressed} failing): {c.title}")
+                last = c.error_type
             typer.echo(f"  change {c.describe()}")
         for etype, why in applied.skipped:
             typer.echo(f"{etype.value}: no config change ({why})")

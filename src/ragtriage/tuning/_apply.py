@@ -88,13 +88,9 @@ def _tuned(cfg: PipelineConfig, error_type: ErrorType, key: str) -> Any | str:
         floor = {"rerank.top_k": 1}.get(key, 16)
         new = max(floor, old // 2)
         return new if new != old else f"{key} already at its floor ({old})"
-    if key == "rerank.top_k" and old >= cfg.retrieval.top_k:
-        return f"rerank.top_k ({old}) already forwards every retrieved chunk"
-    # at least double, and at least the library's default (a sensible middle ground)
-    new = max(old * 2, _default(key))
-    if key == "rerank.top_k":
-        new = min(new, cfg.retrieval.top_k)
-    return new
+    # at least double, and at least the library's default (a sensible middle ground);
+    # a rerank.top_k above retrieval.top_k raises retrieval.top_k with it (apply_advice)
+    return max(old * 2, _default(key))
 
 
 def _default(key: str) -> Any:
@@ -163,6 +159,9 @@ def apply_advice(
 ) -> AppliedAdvice:
     """Apply the ``top`` highest-ranked pieces of advice that map to a setting.
 
+    A larger ``rerank.top_k`` than ``retrieval.top_k`` raises ``retrieval.top_k`` to
+    match (a second change for the same advice).
+
     Advice is ranked by :func:`rank_advice`; for each, the first of its ``config_hints``
     that applies (see :func:`change_for_hint`) and touches a setting no higher-ranked
     advice changed is applied. Advice with no applicable hint is skipped with a reason.
@@ -173,17 +172,22 @@ def apply_advice(
     skipped: list[tuple[ErrorType, str]] = []
     touched: set[str] = set()
     for advice, addressed in rank_advice(diagnoses):
-        if len(changes) >= top:
+        if len({c.error_type for c in changes}) >= top:
             break
         change = _first_change(cfg, advice, touched)
         if isinstance(change, str):
             skipped.append((advice.error_type, change))
             continue
         key, new = change
-        old = _get(cfg, key)
-        cfg = _with(cfg, key, new)
-        touched.add(key)
-        changes.append(AdviceChange(key, old, new, advice.error_type, advice.title, addressed))
+        coupled = [(key, new)]
+        if key == "rerank.top_k" and new > cfg.retrieval.top_k:
+            # forwarding more chunks than are retrieved needs more retrieved
+            coupled.append(("retrieval.top_k", new))
+        for k, v in coupled:
+            old = _get(cfg, k)
+            cfg = _with(cfg, k, v)
+            touched.add(k)
+            changes.append(AdviceChange(k, old, v, advice.error_type, advice.title, addressed))
     if changes:
         cfg = cfg.model_copy(update={"name": name or f"{cfg.name}+advice"})
     return AppliedAdvice(cfg, tuple(changes), tuple(skipped))
