@@ -5,11 +5,12 @@ BIN := $(VENV)/bin
 STAMP_DEV := $(VENV)/.stamp-dev
 STAMP_LOCAL := $(VENV)/.stamp-local
 STAMP_TRAIN := $(VENV)/.stamp-train
+STAMP_CORE := $(VENV)/.stamp-core
 DEMO_OUT ?= runs/demo
 # the LLM judge when an endpoint is configured, else the offline rules judge
 JUDGE ?= $(if $(RAGTRIAGE_LLM_BASE_URL),llm,rules)
 
-.PHONY: test lint typecheck unit venv clean demo browser-deps
+.PHONY: test lint typecheck unit venv clean demo demo-llm browser-deps
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -36,11 +37,29 @@ $(STAMP_LOCAL): pyproject.toml | $(BIN)/python
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install -q --no-cache-dir -e '.[local]'
 	touch $(STAMP_LOCAL)
 
-demo: $(STAMP_LOCAL)
-	$(BIN)/ragtriage run --demo --out $(DEMO_OUT)
-	$(BIN)/ragtriage diagnose $(DEMO_OUT) --judge $(JUDGE) --out $(DEMO_OUT)
-	$(BIN)/ragtriage report $(DEMO_OUT)
-	@echo "traces: $(DEMO_OUT)/traces.jsonl  diagnoses: $(DEMO_OUT)/diagnoses.jsonl  report: $(DEMO_OUT)/report.html"
+# the demo needs only the core install (the offline extractive generator, ~1 min on a
+# fresh machine); GENERATOR=llama_cpp (or `make demo-llm`) uses the embedded Gemma model
+GENERATOR ?= extractive_multi
+DEMO_WEAK ?= $(if $(filter llama_cpp,$(GENERATOR)),configs/demo-weak-llm.yaml,configs/demo-weak.yaml)
+DEMO_GATE ?= accuracy>=+0.02
+DEMO_STAMP := $(if $(filter llama_cpp,$(GENERATOR)),$(STAMP_LOCAL),$(STAMP_CORE))
+
+$(STAMP_CORE): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e .
+	touch $(STAMP_CORE)
+
+# the loop: weak pipeline -> diagnose -> top advice as a config change -> re-run -> compare
+demo: $(DEMO_STAMP)
+	$(BIN)/ragtriage run --demo --config $(DEMO_WEAK) --out $(DEMO_OUT)/before --overwrite
+	$(BIN)/ragtriage diagnose $(DEMO_OUT)/before --judge $(JUDGE)
+	$(BIN)/ragtriage advise $(DEMO_OUT)/before --top 3 --write-config $(DEMO_OUT)/fixed.yaml
+	$(BIN)/ragtriage run --demo --config $(DEMO_OUT)/fixed.yaml --out $(DEMO_OUT)/after --overwrite
+	$(BIN)/ragtriage diagnose $(DEMO_OUT)/after --judge $(JUDGE) >/dev/null
+	$(BIN)/ragtriage report $(DEMO_OUT)/after
+	$(BIN)/ragtriage compare $(DEMO_OUT)/before $(DEMO_OUT)/after --gate '$(DEMO_GATE)' --story
+
+demo-llm:
+	$(MAKE) demo GENERATOR=llama_cpp
 
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check src tests benchmarks

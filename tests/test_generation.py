@@ -304,3 +304,33 @@ async def test_llama_cpp_generates_deterministically(tmp_path: Path) -> None:
     assert first.answer.strip()
     assert first.prompt.rstrip().endswith("Answer:")
     assert first.prompt_tokens > 0 and first.calls == 1
+
+
+async def test_extractive_multi_answers_every_part_of_the_question() -> None:
+    gen = make_generator(GenerationConfig(backend="extractive_multi"))
+    assert gen.name == "extractive_multi"
+    ctx = [
+        _chunk("h#0", "# Acme Corp annual report. Acme Corp sells widgets.", "h"),
+        _chunk("f#0", "Acme Corp was founded by Ann Lee. Acme Corp is based in Oslo.", "f"),
+        _chunk("y#0", "Acme Corp opened its first office in 1999.", "y"),
+    ]
+    out = await gen.generate("Who founded Acme Corp, and in what year?", ctx, language="en")
+    # two sentences: the founder and the (digit-bearing) year; never the Markdown header
+    assert "Ann Lee" in out.answer and "1999" in out.answer
+    assert "#" not in out.answer and "Oslo" not in out.answer
+    assert out.citations == ("f#0", "y#0")
+    assert out.model == "extractive_multi"
+    miss = await gen.generate("What is the boiling point of mercury?", ctx, language="en")
+    assert miss.answer == ABSTAIN_ANSWERS["en"] and miss.citations == ()
+
+
+async def test_extractive_multi_chinese_quantity_question() -> None:
+    gen = make_generator(GenerationConfig(backend="extractive_multi"))
+    ctx = [
+        _chunk("z#0", "华盛公司总部位于上海。华盛公司二〇二一年营业收入为12亿元。", "z"),
+        _chunk("w#0", "华盛公司的董事长是李明。", "w"),
+    ]
+    out = await gen.generate("华盛公司营业收入是多少？", ctx, language="zh")
+    assert "12亿元" in out.answer and out.citations == ("z#0",)
+    none = await gen.generate("火星的温度是多少？", ctx, language="zh")
+    assert none.answer == ABSTAIN_ANSWERS["zh"]

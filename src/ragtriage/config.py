@@ -169,7 +169,7 @@ class RerankConfig(_Cfg):
 
 
 class GenerationConfig(_Cfg):
-    backend: Literal["llama_cpp", "openai", "extractive"] = "llama_cpp"
+    backend: Literal["llama_cpp", "openai", "extractive", "extractive_multi"] = "llama_cpp"
     prompt: Literal["default", "zh_keypoints", "auto"] = "auto"
     ordering: Literal["score", "edges"] = "score"
     max_context_tokens: int = Field(default=1500, ge=16)

@@ -23,6 +23,7 @@ and ``extractive`` (offline, deterministic: the best-covering context sentence).
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import re
 import time
@@ -581,15 +582,20 @@ class ExtractiveGenerator:
     Works for English and Chinese (content tokens are words or CJK bigrams).
     """
 
-    def __init__(self, cfg: GenerationConfig, *, min_coverage: float = 0.25) -> None:
+    def __init__(
+        self, cfg: GenerationConfig, *, min_coverage: float = 0.25, max_sentences: int = 1
+    ) -> None:
         if not 0.0 <= min_coverage < 1.0:
             raise ConfigError("min_coverage must be in [0, 1)", field="min_coverage")
+        if max_sentences < 1:
+            raise ConfigError("max_sentences must be at least 1", field="max_sentences")
         self._cfg = cfg
         self._min_coverage = min_coverage
+        self._max_sentences = max_sentences
 
     @property
     def name(self) -> str:
-        return "extractive"
+        return "extractive" if self._max_sentences == 1 else "extractive_multi"
 
     async def generate(self, query: str, context: Sequence[Chunk], *, language: str) -> Generation:
         started = time.perf_counter()
@@ -598,23 +604,17 @@ class ExtractiveGenerator:
         kept, dropped = fit_budget(context, self._cfg.max_context_tokens)
         ordered = order_context(kept, self._cfg.ordering)
         labels = {c.chunk_id: str(i) for i, c in enumerate(ordered, 1)}
-        wanted = _stems(query)
-        best: tuple[float, int, str, str] | None = None  # (coverage, -rank, sentence, chunk)
-        if wanted:
-            for rank, chunk in enumerate(kept):
-                for sentence in split_sentences(chunk.text):
-                    have = _stems(sentence.text)
-                    coverage = len(wanted & have) / len(wanted)
-                    key = (coverage, -rank, sentence.text, chunk.chunk_id)
-                    if best is None or key[:2] > best[:2]:
-                        best = key
         abstain = ABSTAIN_ANSWERS["zh" if lang.lower().startswith("zh") else "en"]
+        if self._max_sentences > 1:
+            picks = _pick_sentences(query, kept, self._max_sentences, self._min_coverage)
+        else:
+            picks = _pick_one(query, kept, self._min_coverage)
         citations: tuple[str, ...] = ()
-        if best is None or best[0] <= self._min_coverage:
+        if not picks:
             answer = abstain
         else:
-            picked = " ".join(best[2].split())
-            answer, citations = f"{picked} [{labels[best[3]]}]", (best[3],)
+            answer = " ".join(f"{' '.join(text.split())} [{labels[cid]}]" for text, cid in picks)
+            citations = tuple(dict.fromkeys(cid for _, cid in picks))
         return Generation(
             answer=answer,
             citations=citations,
@@ -624,8 +624,88 @@ class ExtractiveGenerator:
             dropped_ids=tuple(c.chunk_id for c in dropped),
             latency_ms=(time.perf_counter() - started) * 1000.0,
             raw_output=answer,
-            model="extractive",
+            model=self.name,
         )
+
+
+def _pick_one(query: str, kept: Sequence[Chunk], min_coverage: float) -> list[tuple[str, str]]:
+    """The single sentence covering most query stems (ties: higher-ranked chunk)."""
+    wanted = _stems(query)
+    best: tuple[float, int, str, str] | None = None  # (coverage, -rank, sentence, chunk)
+    if wanted:
+        for rank, chunk in enumerate(kept):
+            for sentence in split_sentences(chunk.text):
+                have = _stems(sentence.text)
+                coverage = len(wanted & have) / len(wanted)
+                key = (coverage, -rank, sentence.text, chunk.chunk_id)
+                if best is None or key[:2] > best[:2]:
+                    best = key
+    if best is None or best[0] <= min_coverage:
+        return []
+    return [(best[2], best[3])]
+
+
+# questions that ask for a number, amount, date or duration (EN and ZH)
+_QUANTITY_Q: Final = re.compile(
+    r"\b(how (much|many|long|old)|what (year|date|percentage|share|amount|rate|dose)|when)\b"
+    r"|多少|几|哪一年|何时|什么时候|比例|金额",
+    re.IGNORECASE,
+)
+_DIGIT: Final = re.compile(r"\d")
+
+
+def _pick_sentences(
+    query: str, kept: Sequence[Chunk], max_sentences: int, min_coverage: float
+) -> list[tuple[str, str]]:
+    """Up to ``max_sentences`` context sentences that together cover the query best.
+
+    Query stems are weighted by how rare they are among the context's sentences (a name
+    in every sentence tells nothing); a question asking for a quantity or date prefers
+    sentences with digits; Markdown headers are never answers. The first pick must
+    cover more than ``min_coverage`` of the weighted query, each further pick must add
+    uncovered query weight (or the first digits to a quantity question).
+    """
+    wanted = _stems(query)
+    if not wanted:
+        return []
+    sentences: list[tuple[int, str, str, set[str]]] = []  # (rank, text, chunk id, stems)
+    for rank, chunk in enumerate(kept):
+        for sentence in split_sentences(chunk.text):
+            text = sentence.text.strip()
+            if text and not text.startswith("#"):
+                sentences.append((rank, text, chunk.chunk_id, _stems(text)))
+    if not sentences:
+        return []
+    n = len(sentences)
+    weight = {
+        s: math.log(1.0 + n / (1 + sum(1 for *_, have in sentences if s in have))) for s in wanted
+    }
+    total = sum(weight.values())
+    wants_quantity = bool(_QUANTITY_Q.search(query))
+    picks: list[tuple[str, str]] = []
+    covered: set[str] = set()
+    has_digit = False
+    for _ in range(max_sentences):
+        best: tuple[float, int, int] | None = None  # (gain, -rank, -position)
+        for pos, (rank, text, _cid, have) in enumerate(sentences):
+            if any(text == t for t, _ in picks):
+                continue
+            gain = sum(weight[s] for s in (wanted & have) - covered) / total
+            if wants_quantity and not has_digit and _DIGIT.search(text):
+                gain += 0.15
+            key = (gain, -rank, -pos)
+            if best is None or key > best:
+                best = key
+        if best is None:
+            break
+        threshold = min_coverage if not picks else 0.1
+        if best[0] <= threshold:
+            break
+        _, text, cid, have = sentences[-best[2]]
+        picks.append((text, cid))
+        covered |= wanted & have
+        has_digit = has_digit or bool(_DIGIT.search(text))
+    return picks
 
 
 def make_generator(
@@ -643,6 +723,8 @@ def make_generator(
     """
     if cfg.backend == "extractive":
         return ExtractiveGenerator(cfg)
+    if cfg.backend == "extractive_multi":
+        return ExtractiveGenerator(cfg, max_sentences=3)
     if cfg.backend == "openai":
         if llm is None:
             raise ConfigError(

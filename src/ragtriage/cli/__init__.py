@@ -39,6 +39,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "label",
     "tune_retrieval",
     "testset",
+    "advise",
 )
 
 app = typer.Typer(

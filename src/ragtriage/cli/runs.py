@@ -103,6 +103,9 @@ def register(app: typer.Typer) -> None:
         scores_b: Path | None = typer.Option(
             None, "--scores-b", help="scores.jsonl of run B (default RUN_B/scores.jsonl)."
         ),
+        story: bool = typer.Option(
+            False, "--story", help="End with three lines: what broke, changed, improved."
+        ),
     ) -> None:
         """Before/after table (seed 000 Table 2 with Impr.) and CI gates on the deltas."""
         from ragtriage.cli._metric_compare import metric_gates_of, run_metric_gates
@@ -130,6 +133,11 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"wrote {json_path}")
         for r in results:
             typer.echo(r.message, err=not r.passed)
+        if story:
+            from ragtriage.tuning import story_lines
+
+            for line in story_lines(comparison):
+                typer.echo(line)
         failed = [r.gate.text for r in results if not r.passed]
         failed += run_metric_gates(run_a, run_b, metric_gates, scores_a, scores_b, json_path)
         if failed:
