@@ -97,8 +97,13 @@ class Seq2SeqGenerator:
             raise InputError(
                 "expected a fine-tuned model directory", path=path, field="--generator"
             )
-        self.tokenizer: Any = transformers.AutoTokenizer.from_pretrained(path)
-        self.model: Any = transformers.AutoModelForSeq2SeqLM.from_pretrained(path)
+        # a local directory only: never a hub download  # offline-ok
+        self.tokenizer: Any = transformers.AutoTokenizer.from_pretrained(  # offline-ok
+            path, local_files_only=True
+        )
+        self.model: Any = transformers.AutoModelForSeq2SeqLM.from_pretrained(  # offline-ok
+            path, local_files_only=True
+        )
         self.max_new_tokens = max_new_tokens
         from ragtriage.know._offline_gen import OfflineGenerator
 
