@@ -476,12 +476,23 @@ def test_ctrl_c_mid_run_then_resume(tmp_path: Path) -> None:
 
     cfg = _cfg(generation=GenerationConfig(backend="openai"))
     out = tmp_path / "run"
-    with pytest.raises(KeyboardInterrupt):
-        asyncio.run(
-            run_dataset(
-                _pipeline(cfg, ScriptedLLM(script)), EXAMPLES, out, progress=False, concurrency=1
+    # Python's own handler, as in a terminal: asyncio.run turns SIGINT into cancelling
+    # the run only over it, and a library imported by another test module (collection
+    # imports them all) may have installed its own
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            asyncio.run(
+                run_dataset(
+                    _pipeline(cfg, ScriptedLLM(script)),
+                    EXAMPLES,
+                    out,
+                    progress=False,
+                    concurrency=1,
+                )
             )
-        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
     written = len(_traces(out / "traces.jsonl"))
     assert 2 <= written < 5
     assert json.loads((out / "manifest.json").read_text())["status"] == "interrupted"
