@@ -174,6 +174,13 @@ def test_reversed_comparison_is_a_conflict_en() -> None:
     assert choice_conflict(_RIVERS, gt, right) is None
     # the option after "than"/"compared with" is not the answer's pick
     assert choice_conflict(_RIVERS, gt, "Compared with the Rhine, the Danube is longer.") is None
+    # a name of several words after "than" is one mention of the compared-against option
+    q2 = "Which firm was founded earlier, Halden Shipping Group or Orvik Freight Lines?"
+    gt2 = "Orvik Freight Lines, in 1961, before Halden Shipping Group (1975)."
+    c2 = choice_conflict(
+        q2, gt2, "Halden Shipping Group was founded earlier than Orvik Freight Lines."
+    )
+    assert c2 is not None and c2.found == "Halden Shipping Group"
     assert label_of(_RIVERS, gt, wrong) is AnswerLabel.INCORRECT
 
 

@@ -382,9 +382,20 @@ def _named_as_pick(keys: tuple[str, ...], clause: str) -> bool:
     for key in keys:
         pattern = re.escape(key) if not key.isascii() else rf"\b{re.escape(key)}\b"
         for m in re.finditer(pattern, low):
-            if not _AGAINST.search(low[max(0, m.start() - 16) : m.start()]):
+            # the start of the option's name: earlier words of it ("energex" before
+            # "corporation") belong to the same mention
+            start = m.start()
+            while True:
+                before = _WORD_BEFORE.search(low, 0, start)
+                if before is None or before.group(1) not in keys:
+                    break
+                start = before.start(1)
+            if not _AGAINST.search(low[max(0, start - 16) : start]):
                 return True
     return False
+
+
+_WORD_BEFORE = re.compile(r"(\w+)[\s'’s]*\Z")
 
 
 def _chosen(
