@@ -550,6 +550,9 @@ _NUMBER_WORDS = {
 def _bag(tokens: Sequence[str]) -> Counter[str]:
     """Token counts with English number words written as digits ("nine" -> "9"), so a
     number given in the other form is the same token on both sides."""
+    bag = Counter(tokens)
+    if _NUMBER_WORDS.keys().isdisjoint(bag):
+        return bag
     return Counter(_NUMBER_WORDS.get(t, t) for t in tokens)
 
 
