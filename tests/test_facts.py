@@ -15,6 +15,7 @@ from ragtriage.diagnosis.facts import (
     QuantityPool,
     concept_in_text,
     content_support,
+    date_order,
     dates_match,
     extract_concepts,
     extract_dates,
@@ -329,6 +330,23 @@ def test_english_entities() -> None:
     ]:
         assert name in ents
     assert not {"The", "According", "Dr", "Judge"} & set(ents)
+
+
+def test_date_order_compares_the_fields_both_state() -> None:
+    def d(text: str) -> DateMention:
+        return extract_dates(text)[0]
+
+    assert date_order(d("on 12 July"), d("on 11 July 2022")) == 1
+    assert date_order(d("in March 2019"), d("on 5 March 2019")) == 0
+    assert date_order(d("2019年3月"), d("2020年1月")) == -1
+    assert date_order(d("in 2015"), d("on November 15")) is None
+
+
+def test_a_capital_inside_a_word_starts_no_entity() -> None:
+    # units and camel-cased words: "mmHg" is no name "Hg"
+    ents = extract_entities("On 7 December 2022 142/92 mmHg was recorded; pH 7.1 at McKinsey.")
+    assert "Hg" not in ents and not any(e.startswith("H ") for e in ents)
+    assert "McKinsey" in ents
 
 
 def test_chinese_entities() -> None:

@@ -34,7 +34,7 @@ from ragtriage.calibrate.inject import (
 from ragtriage.config import DiagnosisConfig, PipelineConfig
 from ragtriage.data import Dataset
 from ragtriage.diagnosis.answer_eval import evaluate_rules, needs_diagnosis
-from ragtriage.diagnosis.facts import extract_dates, extract_quantities
+from ragtriage.diagnosis.facts import date_order, extract_dates, extract_quantities
 from ragtriage.groundtruth import gt_chunks_from_references
 from ragtriage.llm import LLMRunner, ScriptedLLM
 from ragtriage.records import AnswerLabel, Chunk, Document, ErrorType, Example, Stage, Trace
@@ -571,9 +571,32 @@ def test_e15_dates_swapped_or_moved_out_of_order(bases: dict[str, Base]) -> None
     assert not isinstance(shift, str)
     dates = extract_dates(shift.answer)
     assert (dates[0].year, dates[0].month) > (dates[1].year, dates[1].month)  # order reversed
+    # a lone date moved is a wrong value (E16 to the judge), not a wrong order
     zh = _rewrite.shift_date(_inp(bases["zh-1"]), random.Random(0))
-    assert not isinstance(zh, str) and "2021年4月16日" not in zh.answer
-    assert re.search(r"20(20|22)年4月16日", zh.answer)
+    assert isinstance(zh, str) and "no two dates" in zh
+
+
+def test_e15_shift_puts_the_later_date_first_with_partial_dates() -> None:
+    # "12 July" (no year) is after "11 July 2022": the shift must move 12 July before
+    # 11 July, not move 11 July 2022 to a month that keeps the order
+    for gt in (
+        "About 17 hours: he arrived at 11:20 am on 11 July 2022 and it resolved at 4:00 am "
+        "on 12 July.",
+        "他于2022年7月11日入院，2022年9月3日出院。",
+    ):
+        inp = RewriteInput(
+            query="When?",
+            ground_truth=gt,
+            keypoints=(),
+            references=(gt,),
+            language="zh" if "入院" in gt else "en",
+            context=(),
+            known_texts=(gt,),
+        )
+        fault = _rewrite.shift_date(inp, random.Random(0))
+        assert not isinstance(fault, str), fault
+        first, second = extract_dates(fault.answer)[:2]
+        assert date_order(first, second) == 1, fault.answer  # order reversed
 
 
 def test_e16_alters_a_number_keeping_its_unit(bases: dict[str, Base]) -> None:

@@ -25,6 +25,7 @@ from ragtriage.calibrate._names import (
 from ragtriage.diagnosis.facts import (
     DateMention,
     Quantity,
+    date_order,
     extract_dates,
     extract_entities,
     extract_quantities,
@@ -505,31 +506,29 @@ def _shift(raw: str, *, years: int = 0, month_to: int | None = None) -> str | No
 
 
 def shift_date(inp: RewriteInput, rng: random.Random) -> AnswerFault | str:
-    """E15 (misorder): move a date of the answer so the chronology is wrong — the later
-    of two dates is put before the earlier one; a lone date moves a year (or months)."""
+    """E15 (misorder): move the later of two dates of the answer before the earlier one,
+    so the chronology is wrong (a lone date moved is a wrong value, E16 to the judge,
+    not a wrong order: no fault is made then)."""
+    del rng
     gt = inp.ground_truth
     dates = [d for d in extract_dates(gt) if d.end > d.start]
-    if not dates:
-        return "the ground truth states no date"
-    ordered = sorted(dates, key=_date_key)
-    first, last = ordered[0], ordered[-1]
-    new: str | None = None
-    target = last
-    if len(dates) >= 2 and _date_key(first) != _date_key(last):
-        if last.year is not None and first.year is not None:
-            new = _shift(last.raw, years=(first.year - last.year) - 1)
-        if new is None and last.month is not None and first.month is not None and first.month > 1:
-            new = _shift(last.raw, month_to=first.month - 1)
-    else:
-        target = dates[0]
-        if target.year is not None:
-            new = _shift(target.raw, years=rng.choice((-1, 1)))
-        elif target.month is not None:
-            new = _shift(target.raw, month_to=(target.month + 5) % 12 + 1)
-    if new is None:
-        return "could not move a date of the ground truth"
-    answer = gt[: target.start] + new + gt[target.end :]
-    return AnswerFault(answer, inp.citations, f"date {target.raw!r} -> {new!r}")
+    if len(dates) < 2:
+        return "the ground truth has no two dates to put out of order"
+    for later in dates:
+        for earlier in dates:
+            if date_order(later, earlier) != 1:
+                continue
+            new: str | None = None
+            if later.year is not None and earlier.year is not None and later.year != earlier.year:
+                new = _shift(later.raw, years=(earlier.year - later.year) - 1)
+            elif later.month is not None and earlier.month is not None and earlier.month > 1:
+                new = _shift(later.raw, month_to=earlier.month - 1)
+            moved = extract_dates(new) if new else []
+            if new is None or not moved or date_order(moved[0], earlier) != -1:
+                continue
+            answer = gt[: later.start] + new + gt[later.end :]
+            return AnswerFault(answer, inp.citations, f"date {later.raw!r} -> {new!r}")
+    return "could not move a date of the ground truth before another"
 
 
 # ---------------------------------------------------------------------------- E16

@@ -34,6 +34,7 @@ __all__ = [
     "Support",
     "concept_in_text",
     "content_support",
+    "date_order",
     "dates_match",
     "extract_concepts",
     "extract_dates",
@@ -1054,6 +1055,23 @@ def dates_match(a: DateMention, b: DateMention) -> bool:
     return shared > 0
 
 
+def date_order(a: DateMention, b: DateMention) -> int | None:
+    """-1, 0 or 1 as ``a`` falls before, with or after ``b``, comparing the fields both
+    state from the year down, skipping a field only one states ("12 July" and "11 July
+    2022" compare by month and day; "July" and "11 July" are 0); ``None`` when they
+    share no field."""
+    shared = False
+    for x, y in ((a.year, b.year), (a.month, b.month), (a.day, b.day)):
+        if x is None or y is None:
+            continue
+        shared = True
+        if x != y:
+            return -1 if x < y else 1
+    if a.quarter is not None and b.quarter is not None and a.quarter != b.quarter:
+        return -1 if a.quarter < b.quarter else 1
+    return 0 if shared else None
+
+
 # --------------------------------------------------------------------------- entities
 
 _TITLES = frozenset(
@@ -1320,6 +1338,8 @@ def _entities(text: str) -> tuple[str, ...]:
 
     starts = _en_sentence_starts(t)
     for m in _RE_EN_CAP.finditer(t):
+        if m.start() and t[m.start() - 1].isalpha():
+            continue  # a capital inside a word: a unit or a camel-cased word ("mmHg")
         whole = m.group()
         if " " not in whole and "\t" not in whole:
             low = whole.rstrip(".").lower()

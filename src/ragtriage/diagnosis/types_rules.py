@@ -49,7 +49,7 @@ from ragtriage.diagnosis.facts import (
     Support,
     concept_in_text,
     content_support,
-    dates_match,
+    date_order,
     extract_dates,
     extract_entities,
     extract_quantities,
@@ -968,7 +968,9 @@ class _Gen:
         return [
             d
             for d in extract_dates(self.answer)
-            if not any(dates_match(d, q) for q in self.q_dates)
+            # a date the query states ("in 2021") is no claim of the answer; a more
+            # precise one ("1 May 2021") is
+            if not any(_date_covers(q, d) for q in self.q_dates)
         ]
 
     @cached_property
@@ -985,7 +987,8 @@ class _Gen:
 
     @cached_property
     def a_ents(self) -> list[str]:
-        return extract_entities(self.answer)
+        # "According to Document 1": the label of a cited source is no entity
+        return [e for e in extract_entities(self.answer) if normalize(e) not in _SOURCE_LABELS]
 
     @cached_property
     def a_names(self) -> list[str]:
@@ -1076,6 +1079,14 @@ class _Gen:
             if not _date_agrees(a, self.g_dates)
             and any(_date_conflicts(a, x) for x in self.g_dates)
         ]
+
+
+#: what an answer calls the passages it cites ("Document 1", "文档2"), once the number
+#: is gone (answer_styles.clean_answer keeps the word)
+_SOURCE_LABELS = frozenset(
+    "doc docs document documents passage passages source sources chunk chunks excerpt "
+    "excerpts context contexts reference references 文档 文件 资料 段落 片段 来源".split()
+)
 
 
 def _verbatim(name: str, text: str) -> bool:
@@ -1516,19 +1527,32 @@ def _gen_e15(g: _Gen, found: _Found) -> None:
             f"the answer has the ground truth's dates {sw.first} and {sw.second} but "
             f"attached to each other's events (chronology reversed)",
         )
+    # a wrong date is a chronology error (E15) when it puts its event on the other side
+    # of another ground-truth event, or is the date of another event of the context (the
+    # timelines confused); a wrong value that keeps the order of events and is in no
+    # source (a lone date, "1672" for "1762") misrepresents numerical data: E16
+    # (seed 000 §4.4)
+    reorders = [
+        a
+        for a in g.wrong_dates
+        if _reorders(a, g.g_dates, g.a_dates) or any(_date_covers(c, a) for c in g.c_dates)
+    ]
     if g.g_dates and g.a_dates:
         wrong = g.wrong_dates
         if wrong and not any(_date_agrees(a, g.g_dates) for a in g.a_dates):
-            found.add(
-                E.E15,
-                (0.8 if temporal else 0.6) * max(topic, 0.6 if temporal else 0.3),
+            score = (0.8 if temporal else 0.6) * max(topic, 0.6 if temporal else 0.3)
+            _add_date_value(
+                found,
+                score,
+                bool(reorders),
                 f"the answer dates it {_fmt_d(wrong[0])}; the ground truth says "
                 f"{_fmt_d(g.g_dates[0])}",
             )
         elif wrong:
-            found.add(
-                E.E15,
+            _add_date_value(
+                found,
                 0.5 * max(topic, 0.5),
+                bool(reorders),
                 f"answer date {_fmt_d(wrong[0])} matches no date of the ground truth",
             )
     if g.a_dates:
@@ -1538,9 +1562,10 @@ def _gen_e15(g: _Gen, found: _Found) -> None:
             if not any(_date_covers(x, a) for x in g.c_dates) and not _date_agrees(a, g.g_dates)
         ]
         if alien:
-            found.add(
-                E.E15,
+            _add_date_value(
+                found,
                 0.55,
+                any(a in reorders for a in alien) or not g.g_dates,
                 f"answer date {_fmt_d(alien[0])} appears in neither the context nor the "
                 f"ground truth",
             )
@@ -1554,6 +1579,38 @@ def _gen_e15(g: _Gen, found: _Found) -> None:
                 f"asked which came first, the answer puts {first_ans} first; the ground "
                 f"truth puts {first_gt}",
             )
+
+
+def _add_date_value(found: _Found, score: float, chronology: bool, sentence: str) -> None:
+    """Evidence of a wrong date: E15 when it changes the order of events (or nothing
+    says it does not), else E16 with E15 a weaker second."""
+    if chronology:
+        found.add(E.E15, score, sentence)
+        return
+    found.add(E.E16, score, f"{sentence} (a wrong value; the order of events is kept)")
+    found.add(E.E15, score * 0.5, sentence)
+
+
+def _shared_fields(a: DateMention, b: DateMention) -> int:
+    pairs = ((a.year, b.year), (a.month, b.month), (a.day, b.day), (a.quarter, b.quarter))
+    return sum(1 for x, y in pairs if x is not None and x == y)
+
+
+def _reorders(a: DateMention, gt: Sequence[DateMention], answer: Sequence[DateMention]) -> bool:
+    """The answer date ``a``, put in place of the ground-truth date it stands for (one
+    the answer does not state, sharing the most fields with ``a``), falls on the other
+    side of another ground-truth date."""
+    open_dates = [g for g in gt if _date_conflicts(a, g) and not _date_agrees(g, answer)]
+    if not open_dates:
+        return False
+    replaced = max(open_dates, key=lambda g: _shared_fields(a, g))
+    for other in gt:
+        if other is replaced or _date_agrees(other, [replaced]):
+            continue
+        before, after = date_order(replaced, other), date_order(a, other)
+        if before and after is not None and before != after:
+            return True
+    return False
 
 
 def _first_named(text: str, names: Sequence[str]) -> str | None:
@@ -1653,29 +1710,13 @@ def _gen_e16(g: _Gen, found: _Found) -> None:
             weight = 0.75  # some numbers right, some wrong
         else:
             weight = 1.0
-        a = wrong[0]
-        ref = next((x for x in g.g_quants if not a.unit or not x.unit or a.unit == x.unit), None)
-        ref_s = f"; the ground truth says {_fmt_q(ref)}" if ref else ""
-        in_ctx = any(quantities_match(a, c) for c in c_q)
-        calc = None if in_ctx else _arithmetic(a, pool)
-        if calc:
-            found.add(
-                E.E16,
-                0.85 * max(topic, 0.6) * weight,
-                f"answer number {_fmt_q(a)} equals {calc} — a wrong calculation{ref_s}",
-            )
-        elif in_ctx:
-            found.add(
-                E.E16,
-                0.65 * topic * weight,
-                f"answer number {_fmt_q(a)} is in the context but is not the asked quantity{ref_s}",
-            )
-        else:
-            found.add(
-                E.E16,
-                0.8 * max(topic, 0.4) * weight,
-                f"answer number {_fmt_q(a)} is not found in the context{ref_s}",
-            )
+        # the strongest reading among the wrong numbers (the first may be a context
+        # figure quoted on the way to the wrong one)
+        best = max(
+            (_wrong_number(a, g.g_quants, c_q, pool, topic) for a in wrong[:6]),
+            key=lambda r: r[0],
+        )
+        found.add(E.E16, best[0] * weight, best[1])
         return
     c_pool = QuantityPool(c_q)
     alien = [a for a in g.a_quants if not c_pool.matches(a)]
@@ -1688,6 +1729,51 @@ def _gen_e16(g: _Gen, found: _Found) -> None:
             f"answer number {_fmt_q(a)} is not found in the context"
             + (f"; it equals {calc}" if calc else ""),
         )
+
+
+def _wrong_number(
+    a: Quantity,
+    gt: Sequence[Quantity],
+    context: Sequence[Quantity],
+    pool: Sequence[Quantity],
+    topic: float,
+) -> tuple[float, str]:
+    """Score and sentence for an answer number that matches no ground-truth number."""
+    ref = next((x for x in gt if not a.unit or not x.unit or a.unit == x.unit), None)
+    ref_s = f"; the ground truth says {_fmt_q(ref)}" if ref else ""
+    if any(quantities_match(a, c) for c in context):
+        return (
+            0.65 * topic,
+            f"answer number {_fmt_q(a)} is in the context but is not the asked quantity{ref_s}",
+        )
+    slip = next((x for x in gt if _magnitude_slip(a, x)), None)
+    if slip is not None:
+        return (
+            0.85 * max(topic, 0.6),
+            f"answer number {_fmt_q(a)} is the ground truth's {_fmt_q(slip)} off by a "
+            f"power of ten (a slip of magnitude)",
+        )
+    calc = _arithmetic(a, pool)
+    if calc:
+        return (
+            0.85 * max(topic, 0.6),
+            f"answer number {_fmt_q(a)} equals {calc} — a wrong calculation{ref_s}",
+        )
+    return (
+        0.8 * max(topic, 0.4),
+        f"answer number {_fmt_q(a)} is not found in the context{ref_s}",
+    )
+
+
+def _magnitude_slip(a: Quantity, g: Quantity) -> bool:
+    """``a`` is ``g`` times a power of ten (10 to 10,000 either way), same unit."""
+    if a.unit != g.unit or not a.value or not g.value or (a.value < 0) != (g.value < 0):
+        return False
+    ratio = a.value / g.value
+    return any(abs(ratio - f) < f * 1e-9 or abs(ratio - 1 / f) < 1e-9 / f for f in _SLIPS)
+
+
+_SLIPS = (10.0, 100.0, 1000.0, 10000.0)
 
 
 def _gen_residual(g: _Gen, found: _Found) -> None:
@@ -1754,6 +1840,25 @@ def _gen_answer_rule(g: _Gen, ctx: CaseContext, found: _Found) -> None:
     hint = _ANSWER_RULE_TYPES.get(ctx.answer_rule or "")
     if hint is not None and g.answer.strip():
         found.add(hint[0], hint[1], f"answer evaluation: {hint[2]}")
+    if ctx.answer_rule == "value_conflict" and g.g_quants and not g.abstain_full:
+        # the answer failed on a number: one of its numbers, found in no source, stands
+        # where the ground truth's is (a context figure of another aspect or entity is
+        # for E13/E14 to weigh; dates are weighed by _gen_e15: value or chronology)
+        c_pool = QuantityPool(g.c_quant_pool)
+        wrong = [
+            a
+            for a in g.a_quants
+            if _comparable(a, g.g_quants)
+            and not any(quantities_match(a, x) for x in g.g_quants)
+            and not c_pool.matches(a)
+        ]
+        if wrong:
+            found.add(
+                E.E16,
+                0.55,
+                f"answer evaluation: the answer states {_fmt_q(wrong[0])} where the ground "
+                f"truth has another amount",
+            )
 
 
 def _generation_tests(ctx: CaseContext, found: _Found) -> None:
