@@ -586,3 +586,10 @@ def _is_abbreviation_word(word: str) -> bool:
 
     w = word.lower().rstrip(".")
     return w in _ABBREVIATIONS or (len(w) == 1 and w.isalpha())
+
+
+def test_chinese_places_after_a_locative_word() -> None:
+    assert extract_entities("绿源环保在上海市开设了新的研发中心。") == ["上海市"]
+    assert "广东省" in extract_entities("公司总部位于广东省深圳市。")
+    assert extract_entities("他在本市工作，在市长的带领下。") == []
+    assert extract_entities("案件由上海市中级人民法院审理。") == ["上海市中级人民法院"]

@@ -1152,3 +1152,44 @@ def test_passed_over_is_bounded_and_monotone(gt: float, best: float, bump: float
         assert v == 0.0  # no margin over what was retrieved
     assert _passed_over(min(1.0, gt + bump), best) >= v
     assert _passed_over(gt, min(1.0, best + bump)) <= v
+
+
+def test_e13_a_name_question_answered_with_another_name_of_the_context() -> None:
+    # the answer restates the question and fills its slot with the wrong place: E13,
+    # not E14 (it does address the question)
+    for query, answer, gt, contexts in (
+        (
+            "Where did InnovaTech Solutions open a new research and development center in "
+            "March 2017?",
+            "InnovaTech opened its new research and development center in San Francisco.",
+            "In Austin, Texas.",
+            [
+                "InnovaTech Solutions is headquartered in San Francisco, California.",
+                "In March 2017 InnovaTech Solutions opened a new research and development "
+                "center in Austin, Texas.",
+            ],
+        ),
+        (
+            "绿源环保在哪里开设了新的研发中心？",
+            "绿源环保在上海市开设了新的研发中心。",
+            "在杭州市。",
+            ["绿源环保总部位于上海市。", "2019年，绿源环保在杭州市开设了新的研发中心。"],
+        ),
+    ):
+        ctx = gen_ctx(query, answer, gt, contexts)
+        assert top_type(ctx) is E.E13, (query, fired(ctx))
+
+
+def test_e14_an_off_aspect_answer_naming_a_context_entity_stays_e14() -> None:
+    ctx = gen_ctx(
+        "Who handled the finance chief's duties at the shipping group while it had no CFO?",
+        "Halvorsen Maritime Logistics is a short-sea shipping and cold-chain logistics group "
+        "headquartered in Bergen, Norway.",
+        "The chief executive, Marcus Lindqvist, acted as interim CFO.",
+        [
+            "Halvorsen Maritime Logistics is a short-sea shipping and cold-chain logistics "
+            "group headquartered in Bergen, Norway.",
+            "The chief executive, Marcus Lindqvist, acted as interim CFO.",
+        ],
+    )
+    assert top_type(ctx) is E.E14, fired(ctx)

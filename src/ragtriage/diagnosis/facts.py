@@ -1234,6 +1234,14 @@ _ZH_NAME_STOP = frozenset(
     "以并也都又还均即则从把让"
 )
 _RE_ZH_MOU = re.compile(r"([\u4e00-\u9fff])某{1,2}")
+#: a place after a locative word: "在杭州市", "位于广东省", "迁至苏州市" (two to four
+#: characters before the administrative suffix)
+_RE_ZH_PLACE = re.compile(
+    r"(?:在|于|位于|至|到|从|迁往|落户)([\u4e00-\u9fff]{2,4}?(?:省|市|县|区|州))(?![\u4e00-\u9fff]{0,1}[长委局])"
+)
+_ZH_GENERIC_PLACES = frozenset(
+    "本市 该市 全市 本省 该省 全省 本区 该区 本县 该县 城市 地区 市区 郊区".split()
+)
 _RE_QUOTED = re.compile(r"[“\"「『《]([^“”\"「」『』《》\n]{2,40})[”\"」』》]")
 
 
@@ -1403,6 +1411,12 @@ def _entities(text: str) -> tuple[str, ...]:
         if name[1] in _ZH_NAME_STOP:
             continue
         found.append((m.start(1), name))
+
+    for m in _RE_ZH_PLACE.finditer(t) if cjk and any(x in t for x in "省市县区州") else ():
+        at = m.start(1)
+        # not the head of a name found already ("上海市中级人民法院")
+        if m.group(1) not in _ZH_GENERIC_PLACES and not any(s <= at < s + len(n) for s, n in found):
+            found.append((at, m.group(1)))
 
     for m in _RE_QUOTED.finditer(t):
         inner = m.group(1).strip()

@@ -120,6 +120,13 @@ _RE_NUMBER_Q = re.compile(
     re.IGNORECASE,
 )
 _RE_PERSON_Q = re.compile(r"\b(?:who|whom)\b|谁|哪位|什么人", re.IGNORECASE)
+#: questions whose answer is a name: a person, a place, or one item of a kind
+_RE_NAME_Q = re.compile(
+    r"\b(?:who|whom|whose|where|which\s+(?!year|month|date|day|time)\w+|what\s+(?:company|"
+    r"firm|organi[sz]ation|city|country|place|court|hospital|bank|person|product|brand|name))\b"
+    r"|谁|哪位|什么人|哪里|何处|哪个|哪家|哪座|哪所|什么地方|哪一家|哪一个",
+    re.IGNORECASE,
+)
 _RE_GENERAL = re.compile(
     r"\b(?:generally|in\s+general|typically|usually|commonly|normally|as\s+a\s+rule|in\s+most\s+"
     r"cases|it\s+is\s+(?:widely\s+|well\s+|commonly\s+)?(?:known|believed|accepted)|tends?\s+to|"
@@ -923,6 +930,34 @@ class _Gen:
         return max(0.2, min(1.0, base))
 
     @cached_property
+    def name_from_context(self) -> tuple[str, str] | None:
+        """A name of the answer, found in the context but not in the query or the ground
+        truth, and a ground-truth name the answer leaves out (the wrong item given)."""
+        if not self.g_ents:
+            return None
+        wrong = [
+            e
+            for e in self.a_names
+            if self.in_context(e)
+            and not self.in_query(e)
+            and not self.in_gt(e)
+            and not any(_names_overlap(e, x) for x in self.g_ents)
+        ]
+        right_missing = [e for e in self.g_ents if not _mentions(e, self.answer)]
+        return (wrong[0], right_missing[0]) if wrong and right_missing else None
+
+    @cached_property
+    def answers_name_question(self) -> bool:
+        """The question asks for a name (who / where / which company) and the answer
+        restates at least half of the question's own words (its names aside): it means
+        to answer that question."""
+        if not _RE_NAME_Q.search(self.query):
+            return False
+        names = frozenset().union(*(key_terms(e) for e in self.q_ents))
+        predicate = self.q_terms - names
+        return bool(predicate) and _coverage(predicate, self.a_terms) >= 0.5
+
+    @cached_property
     def gt_unanswerable(self) -> bool:
         ex = self.ctx.trace.example
         return (not ex.answerable) or not self.gt.strip() or abstains(self.gt)
@@ -1451,23 +1486,17 @@ def _gen_e13(g: _Gen, found: _Found) -> None:
             )
             return
 
-    if g.g_ents:
-        wrong = [
-            e
-            for e in g.a_names
-            if g.in_context(e)
-            and not g.in_query(e)
-            and not g.in_gt(e)
-            and not any(_names_overlap(e, x) for x in g.g_ents)
-        ]
-        right_missing = [e for e in g.g_ents if not _mentions(e, g.answer)]
-        if wrong and right_missing:
-            found.add(
-                E.E13,
-                0.75 * g.on_topic,
-                f"the answer names {wrong[0]} from the context where the ground truth names "
-                f"{right_missing[0]}",
-            )
+    if g.name_from_context is not None:
+        wrong_name, right_name = g.name_from_context
+        # the question asks for a name and the answer, restating the question, gives
+        # another one of the context: it answers the question, with the wrong item
+        asks = g.answers_name_question
+        found.add(
+            E.E13,
+            (0.85 if asks else 0.75) * max(g.on_topic, 0.8 if asks else 0.0),
+            f"the answer names {wrong_name} from the context where the ground truth names "
+            f"{right_name}",
+        )
 
     wants: list[tuple[str, bool, bool]] = []
     if _RE_TEMPORAL_Q.search(g.query) and not _RE_COMPARE_TIME_Q.search(g.query):
@@ -1505,6 +1534,11 @@ def _gen_e14(g: _Gen, found: _Found) -> None:
         # the truth is just a value and the answer gives another: a date/number error
         score *= 0.4
         note += "; it also states a number or date that contradicts the ground truth"
+    elif g.name_from_context is not None and g.answers_name_question:
+        # asked for a name, it gives another name of the context: it does address the
+        # question, with the wrong item (E13 weighs that)
+        score *= 0.5
+        note += f"; it names {g.name_from_context[0]} where a name was asked"
     found.add(E.E14, score, note)
 
 
