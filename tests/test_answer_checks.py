@@ -90,6 +90,30 @@ def test_slot_filled_with_another_name() -> None:
     assert label is AnswerLabel.INCORRECT
 
 
+def test_a_value_given_with_the_ground_truths_own_wording_is_no_slot_conflict() -> None:
+    # a clause listing several facts: "sold USD 27.3 million" is the ground truth's own
+    # statement of that value, not a rival of the net-profit keypoint
+    gt = (
+        "Talvaprin was approved and sold USD 27.3 million, revenue rose to USD 455.7 "
+        "million; but net profit fell to USD 38.0 million."
+    )
+    answer = "Talvaprin was approved and sold USD 27.3 million, revenue rose to USD 455.7 million."
+    assert slot_conflict("net profit fell to USD 38.0 million", answer, "", ground_truth=gt) is None
+    gt_zh = "合同价3,200万元，工程逾期100天竣工；法院判决锦程支付工程款240万元。"
+    answer_zh = "宏达承建锦程办公楼，合同价3,200万元，工程逾期100天竣工。"
+    assert slot_conflict("判决锦程支付工程款240万元", answer_zh, "", ground_truth=gt_zh) is None
+
+
+def test_a_ground_truth_value_put_in_another_slot_is_a_conflict() -> None:
+    # USD 5.1 million was *received*; the answer calls it outstanding
+    gt = "USD 1.1 million (USD 6.2 million claimed, USD 5.1 million received)."
+    answer = "Of the USD 6.2 million claimed, USD 5.1 million was still outstanding."
+    found = slot_conflict(
+        "USD 1.1 million still outstanding", answer, "How much was unpaid?", ground_truth=gt
+    )
+    assert found is not None and found.found == "USD 5.1 million"
+
+
 def test_swapped_attributes_between_two_people_zh() -> None:
     answer = "根据文档：\n- 王建国：对头孢类药物过敏；\n- 李娜：对青霉素过敏。"
     pieces = clauses(answer)

@@ -3,6 +3,7 @@ English and Chinese, plus the vote distribution."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Sequence
 
@@ -1193,3 +1194,46 @@ def test_e14_an_off_aspect_answer_naming_a_context_entity_stays_e14() -> None:
         ],
     )
     assert top_type(ctx) is E.E14, fired(ctx)
+
+
+def test_e12_yields_when_the_answer_was_failed_for_a_wrong_statement() -> None:
+    # the answer evaluation failed it for another name in a keypoint's slot: the answer
+    # is wrong, not merely short (E13 over E12), EN and ZH
+    for query, answer, gt, keypoints, contexts in (
+        (
+            "Where did the Pony Express route begin and end?",
+            "The Pony Express route began in Salt Lake City and ended in Sacramento.",
+            "The Pony Express started at St. Joseph, Missouri and, after Salt Lake City, "
+            "ended in Sacramento.",
+            ("began in St. Joseph, Missouri", "ended in Sacramento"),
+            [
+                "The Pony Express started at St. Joseph, Missouri, and ran via Salt Lake "
+                "City to Sacramento."
+            ],
+        ),
+        (
+            "该快递线路的起点和终点分别是哪里？",
+            "该线路起点为兰州市，终点为乌鲁木齐市。",
+            "该线路起点为西安市，途经兰州市，终点为乌鲁木齐市。",
+            ("起点为西安市", "终点为乌鲁木齐市"),
+            ["该线路起点为西安市，途经兰州市，终点为乌鲁木齐市。"],
+        ),
+    ):
+        chunks = chunks_of("d1", contexts)
+        base = make_ctx(
+            Stage.GENERATION,
+            query=query,
+            gt=gt,
+            answer=answer,
+            doc_chunks=chunks,
+            gt_ids=[c.chunk_id for c in chunks],
+            retrieved=chunks,
+            reranked=chunks,
+            context=chunks,
+            keypoints=keypoints,
+        )
+        ctx = dataclasses.replace(base, answer_rule="slot_conflict")
+        assert top_type(ctx) is E.E13, (query, fired(ctx))
+        e12 = {e.error_type: e.score for e in rule_type_evidence(base)}[E.E12]
+        e12_failed = {e.error_type: e.score for e in rule_type_evidence(ctx)}[E.E12]
+        assert e12_failed < e12

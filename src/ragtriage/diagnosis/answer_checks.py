@@ -191,10 +191,14 @@ def names_of(text: str) -> list[str]:
     return out
 
 
-def slot_conflict(keypoint: str, answer: str, query: str = "") -> SlotConflict | None:
+def slot_conflict(
+    keypoint: str, answer: str, query: str = "", *, ground_truth: str = ""
+) -> SlotConflict | None:
     """The answer repeats the wording of ``keypoint`` ("began in …", "… as Baloo") in one
     clause with another name or number than the keypoint's. Words and names the query
-    holds do not count as the slot's wording."""
+    holds do not count as the slot's wording; a number the ground truth states elsewhere,
+    which the answer's clause gives with the ground truth's own wording for it (a clause
+    listing several facts), is no other number."""
     nq = normalize(query)
     names = [n for n in names_of(keypoint) if normalize(n) not in nq]
     values = [q.raw for q in extract_quantities(keypoint)]
@@ -223,10 +227,41 @@ def slot_conflict(keypoint: str, answer: str, query: str = "") -> SlotConflict |
             kq = extract_quantities(keypoint)
             cq = extract_quantities(clause)
             if cq and not any(quantities_match(k, c) for k in kq for c in cq):
-                same_unit = [c for c in cq if any(c.unit == k.unit for k in kq)]
+                same_unit = [
+                    c
+                    for c in cq
+                    if any(c.unit == k.unit for k in kq)
+                    and not _stated_as_in(c, clause, ground_truth)
+                ]
                 if same_unit:
                     return SlotConflict(keypoint, clause, kq[0].raw, same_unit[0].raw)
     return None
+
+
+_RE_PIECES = re.compile(r"(?<!\d),|,(?!\d)|[;:()，；：（）。!?！？\n]|\.(?:\s|$)")
+
+
+def _stated_as_in(value: Quantity, clause: str, ground_truth: str) -> bool:
+    """A clause of ``ground_truth`` states ``value`` and ``clause`` repeats more than half
+    of that clause's words: the answer gives the value for the slot the ground truth
+    gives it ("sold USD 27.3 million" in a list of facts), not for another one."""
+    from ragtriage.diagnosis.facts import quantities_match
+
+    have = set(content_tokens(clause))
+    # pieces between commas and brackets: "(USD 6.2 million claimed, USD 5.1 million
+    # received)" gives each amount its own words
+    for gt_clause in _RE_PIECES.split(ground_truth) if ground_truth else ():
+        found = extract_quantities(gt_clause)
+        if not any(quantities_match(value, q) for q in found):
+            continue
+        # the clause's own words, its amounts ("USD 5.1 million") blanked
+        bare = gt_clause
+        for q in sorted(found, key=lambda q: -q.start):
+            bare = bare[: q.start] + " " + bare[q.end :]
+        words = {t for t in content_tokens(bare) if not any(ch.isdigit() for ch in t)}
+        if words and len(words & have) / len(words) > 0.5:
+            return True
+    return False
 
 
 # -- the other option of a two-way question ---------------------------------------------

@@ -876,7 +876,7 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
     facts = answer_facts(ans, gt, example.keypoints, values=values, query=example.query)
     if facts.keypoint_coverage is not None and facts.keypoint_coverage < 1.0:
         for point in example.keypoints:
-            conflict = slot_conflict(point, committed, example.query)
+            conflict = slot_conflict(point, committed, example.query, ground_truth=gt)
             if conflict is not None and not _keypoint_in(point, _bag(content_tokens(point)), ans):
                 return _judgement(
                     example,

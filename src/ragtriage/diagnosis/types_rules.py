@@ -1286,7 +1286,9 @@ def _gen_e12_parts(g: _Gen, found: _Found) -> None:
     answer is *correct* as far as it goes, so invented facts point to E10/E13/E16."""
     if g.abstain_full or g.gt_unanswerable:
         return
-    damp = 0.6 if g.contradictions else 1.0
+    # an answer the evaluation failed for a wrong statement (another name in a slot,
+    # a reversed pick) is wrong, not just short
+    damp = 0.6 if g.contradictions or g.ctx.answer_rule in _WRONG_STATEMENT_RULES else 1.0
     if g.unsupported_names or g.unsupported_numbers:
         damp *= 0.5
     keypoints = [k for k in g.ctx.trace.example.keypoints if k.strip()]
@@ -1323,6 +1325,14 @@ def _gen_e12_parts(g: _Gen, found: _Found) -> None:
             f"what the answer says is in the ground truth ({_pct(g.ans_gt_p)} of its terms) "
             f"but it covers only {_pct(g.ans_gt_r)} of the ground truth",
         )
+
+
+#: answer-evaluation rules that fail an answer for stating something the ground truth
+#: contradicts (see answer_eval / answer_checks)
+_WRONG_STATEMENT_RULES = frozenset(
+    "value_conflict slot_conflict name_substituted fact_swap entity_value direction_flip "
+    "choice choice_time order".split()
+)
 
 
 def _covers(answer: str, answer_terms: frozenset[str], part: str) -> bool:
