@@ -593,3 +593,14 @@ def test_chinese_places_after_a_locative_word() -> None:
     assert "广东省" in extract_entities("公司总部位于广东省深圳市。")
     assert extract_entities("他在本市工作，在市长的带领下。") == []
     assert extract_entities("案件由上海市中级人民法院审理。") == ["上海市中级人民法院"]
+
+
+def test_amounts_with_a_half() -> None:
+    assert _q("About seven and a half months later") == [(7.5, "month")]
+    assert _q("two years and a half") == [(2.5, "year")]
+    assert _q("he spent three and a half days there") == [(3.5, "day")]
+    assert _q("三年半") == [(3.5, "year")]
+    assert _q("七个半月") == [(7.5, "month")]
+    assert _q("一个半小时") == [(1.5, "hour")]
+    # a half that belongs to no amount stays out
+    assert _q("one year and seven months") == [(1.0, "year"), (7.0, "month")]

@@ -652,10 +652,40 @@ def _quantities(text: str) -> tuple[Quantity, ...]:
         if dates.hit(start, end):
             end = core.end
             unit = currency or ""
+        half = _half_after(t, value, unit, end)
+        if half is not None:
+            value, unit, end = half
         out.append(Quantity(value, unit, text[start:end], start, end))
         taken.mark(start, end)
     out.sort(key=lambda q: q.start)
     return tuple(out)
+
+
+_RE_AND_A_HALF = re.compile(r"[ \t]+and[ \t]+(?:a|one)[ \t]+half(?:[ \t]+(?P<unit>[A-Za-z]+))?\b")
+_ZH_HALF_UNITS = {"半月": "month", "半小时": "hour", "半钟头": "hour"}
+
+
+def _half_after(t: str, value: float, unit: str, end: int) -> tuple[float, str, int] | None:
+    """A half after an amount: "seven and a half months", "三年半", "七个半月", "一个半小时"
+    (value, unit and end then), else ``None``."""
+    if t.startswith(" and", end) or t.startswith("\tand", end):
+        m = _RE_AND_A_HALF.match(t, end)
+        if m is not None:
+            word = (m.group("unit") or "").lower()
+            if unit and not word:  # "two years and a half"
+                return value + 0.5, unit, m.end()
+            if not unit and word in _UNITS:
+                return value + 0.5, _UNITS[word], m.end()
+            if not unit and not word:  # "3 and a half"
+                return value + 0.5, unit, m.end()
+        return None
+    if unit in ("year", "day", "hour") and t.startswith("半", end):
+        return value + 0.5, unit, end + 1
+    if not unit and t.startswith("个半", end - 1):
+        for tail, half_unit in _ZH_HALF_UNITS.items():
+            if t.startswith(tail, end):
+                return value + 0.5, half_unit, end + len(tail)
+    return None
 
 
 _RE_FIRST_NUMBER = re.compile(r"\d[\d,]*(?:\.(\d+))?")
