@@ -74,6 +74,25 @@ def test_wrong_order_zh() -> None:
     assert order_conflict("远航冷链2021年的重大事项按时间先后顺序是怎样的？", gt, wrong)
 
 
+def test_wrong_order_found_by_the_events_words_when_dates_are_left_out() -> None:
+    keypoints_zh = ("1月20日定增", "4月16日收购", "9月8日董事长变更")
+    gt_zh = "先是1月20日完成定增，随后4月16日完成收购，最后9月8日董事长变更。"
+    wrong_zh = (
+        "4月16日完成收购；9月8日董事长辞职。综上所述，顺序为：先收购，再更换董事长，最后完成定增。"
+    )
+    query_zh = "华锦新材料2021年的定增、收购和董事长更换按时间先后是怎样的顺序？"
+    assert order_conflict(query_zh, gt_zh, wrong_zh, keypoints=keypoints_zh)
+    right_zh = "先完成定增，随后完成收购，最后董事长变更。"
+    assert order_conflict(query_zh, gt_zh, right_zh, keypoints=keypoints_zh) is None
+    keypoints = ("bond issued 2 March 2021", "warehouse opened 30 June 2021")
+    gt = "The bond was issued on 2 March 2021 and the warehouse opened on 30 June 2021."
+    query = "In what order did the bond issue and the warehouse opening happen?"
+    wrong = "The warehouse opened on 30 June 2021; after that the bond was issued."
+    assert order_conflict(query, gt, wrong, keypoints=keypoints)
+    right = "First the bond was issued, then the warehouse opened on 30 June 2021."
+    assert order_conflict(query, gt, right, keypoints=keypoints) is None
+
+
 def test_slot_filled_with_another_name() -> None:
     found = slot_conflict(
         "began in St. Joseph, Missouri",

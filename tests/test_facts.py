@@ -604,3 +604,10 @@ def test_amounts_with_a_half() -> None:
     assert _q("一个半小时") == [(1.5, "hour")]
     # a half that belongs to no amount stays out
     assert _q("one year and seven months") == [(1.0, "year"), (7.0, "month")]
+
+
+def test_chinese_names_after_a_corporate_role() -> None:
+    assert extract_entities("公司现任财务总监为赵明。") == ["赵明"]
+    assert extract_entities("董事长：陈国栋辞职") == ["陈国栋"]
+    # a role with no name after it
+    assert extract_entities("董事长为公司发展做出贡献") == []

@@ -139,10 +139,18 @@ def _first_match(dates: Sequence[DateMention], d: DateMention) -> int | None:
     return None
 
 
-def order_conflict(query: str, ground_truth: str, answer: str) -> str | None:
+def order_conflict(
+    query: str,
+    ground_truth: str,
+    answer: str,
+    *,
+    keypoints: Sequence[str] = (),
+    final: str = "",
+) -> str | None:
     """For an ordering question: the ground truth's dated events (three or more, or two
     with different dates) appear in the answer in another order. Returns a description,
-    or ``None``."""
+    or ``None``. When the answer leaves some dates out, the events are found by their
+    own words instead (:func:`_order_by_words`)."""
     if not _ORDER_Q.search(query):
         return None
     gd = [d for d in extract_dates(ground_truth) if d.year is not None or d.month is not None]
@@ -151,7 +159,7 @@ def order_conflict(query: str, ground_truth: str, answer: str) -> str | None:
     ad = extract_dates(answer)
     positions = [_first_match(ad, d) for d in gd]
     if any(p is None for p in positions):
-        return None
+        return _order_by_words(keypoints, final or answer)
     seq = [p for p in positions if p is not None]
     if len(set(seq)) < len(seq):
         return None
@@ -161,6 +169,47 @@ def order_conflict(query: str, ground_truth: str, answer: str) -> str | None:
             d.raw for d in gd
         )
     return None
+
+
+def _order_by_words(keypoints: Sequence[str], text: str) -> str | None:
+    """Dated keypoints ("1月20日定增", "4月16日收购", "9月8日董事长变更"), put in date order,
+    each found in ``text`` (the answer's conclusion when it has one) by the words only it
+    holds: they appear there in another order ("先收购，再更换董事长，最后完成定增")."""
+    events: list[tuple[DateMention, set[str], str]] = []
+    for point in keypoints:
+        dates = [d for d in extract_dates(point) if d.month is not None or d.year is not None]
+        if len(dates) == 1:
+            bare = point[: dates[0].start] + " " + point[dates[0].end :]
+            words = {t for t in content_tokens(bare) if not any(ch.isdigit() for ch in t)}
+            events.append((dates[0], words, point))
+    if len(events) < 2:
+        return None
+    low = normalize(text)
+    found: list[tuple[int, DateMention, str]] = []
+    for i, (date, words, point) in enumerate(events):
+        own = words.difference(*(w for j, (_d, w, _p) in enumerate(events) if j != i))
+        hits = [at for w in own if (at := _word_at(low, w)) >= 0]
+        if not hits:
+            return None
+        found.append((min(hits), date, point))
+    if len({at for at, _d, _p in found}) < len(found):
+        return None
+    by_date = sorted(found, key=lambda f: (f[1].year or 0, f[1].month or 0, f[1].day or 0))
+    if [f[0] for f in by_date] != sorted(f[0] for f in by_date):
+        said = [p for _at, _d, p in sorted(found)]
+        return f"events in another order: answer {', '.join(said)}; ground truth " + ", ".join(
+            p for _at, _d, p in by_date
+        )
+    return None
+
+
+def _word_at(text: str, word: str) -> int:
+    """First offset of ``word`` in the normalised ``text``: on word boundaries for Latin
+    words, anywhere for CJK bigrams; -1 when absent."""
+    if word.isascii():
+        m = re.search(rf"\b{re.escape(word)}", text)
+        return m.start() if m else -1
+    return text.find(word)
 
 
 # -- a keypoint's slot filled with another value ----------------------------------------

@@ -843,7 +843,9 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             f"states {_show(tuple(flipped))} with the opposite direction of change",
             "direction_flip",
         )
-    order = order_conflict(example.query, gt, ans)
+    order = order_conflict(
+        example.query, gt, ans, keypoints=example.keypoints, final=answer_view(ans).final
+    )
     if order is not None:
         return _judgement(example, AnswerLabel.INCORRECT, order, "order")
     choice = choice_conflict(example.query, gt, committed)

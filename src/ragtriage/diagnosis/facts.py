@@ -1252,12 +1252,26 @@ _ZH_ROLES = (
     "被害人",
     "受害人",
     "董事长",
+    "副董事长",
     "总经理",
+    "副总经理",
     "经理",
+    "总裁",
+    "副总裁",
+    "财务总监",
+    "首席执行官",
+    "首席财务官",
+    "董事会秘书",
+    "董秘",
+    "监事会主席",
+    "独立董事",
     "律师",
 )
+#: a role word, then the name ("财务总监赵明", "董事长：陈国栋", "财务总监为王丽")
 _RE_ZH_ROLE_NAME = re.compile(
-    "(?:" + "|".join(sorted(_ZH_ROLES, key=len, reverse=True)) + r")[：:\s]?([\u4e00-\u9fff]{2,3})"
+    "(?:"
+    + "|".join(sorted(_ZH_ROLES, key=len, reverse=True))
+    + r")(?:[：:\s]|为|是|由)?([\u4e00-\u9fff]{2,3})"
 )
 _ZH_NAME_STOP = frozenset(
     "的在于因被是与和及为向对将等称曾已未出现有说表示经入院诊患主诉自今于了，。、；"
