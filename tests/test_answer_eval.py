@@ -65,6 +65,27 @@ def test_missing_half_of_the_key_facts_is_incorrect() -> None:
     assert judge(gt, "M. Cooper was sentenced to four years imprisonment.", q) is A.INCORRECT
 
 
+def test_half_the_key_facts_and_nothing_wrong_is_partial() -> None:
+    # every part of the question addressed, one of two facts left out, nothing wrong
+    q = "When did GreenTech acquire Liberty Energy Solutions, and what was the deal worth?"
+    gt = (
+        "GreenTech completed the acquisition of Liberty Energy Solutions in November 2021; "
+        "the acquisition had a total asset value of $100 million."
+    )
+    partial = "GreenTech completed the acquisition of Liberty Energy Solutions in November 2021."
+    assert judge(gt, partial, q) is A.POSSIBLE_CORRECT
+    q_zh = "绿源环保2020年的营业收入和净利润分别是多少？"
+    gt_zh = "绿源环保2020年营业收入为4500万元，净利润为800万元。"
+    assert judge(gt_zh, "绿源环保2020年营业收入为4500万元。", q_zh) is A.POSSIBLE_CORRECT
+
+
+def test_half_the_key_facts_with_a_name_of_its_own_is_incorrect() -> None:
+    q = "Which company did National Development acquire, and when was the deal finalized?"
+    gt = "It acquired Green Energy Power; the deal was finalized in March 2019."
+    wrong = "It acquired Urban Solutions Ltd; the deal was finalized in March 2019."
+    assert judge(gt, wrong, q) is A.INCORRECT
+
+
 def test_unrelated_answer_is_incorrect() -> None:
     gt = "The dividend showed the company could generate profits and keep a healthy cash flow."
     answer = "The weather in Paris was sunny during the annual meeting."

@@ -487,6 +487,13 @@ def answer_facts(
     )
 
 
+def _rival_names(answer: str, gt: str, query: str) -> bool:
+    """The answer names someone or something that neither the ground truth nor the
+    query names."""
+    known = normalize(gt + " " + query)
+    return any(normalize(e) not in known for e in extract_entities(answer))
+
+
 def strip_citations(answer: str) -> str:
     """The answer without citation markers such as ``[1]``, ``[2, 3]`` or ``【1】``."""
     return (
@@ -967,8 +974,19 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
         # most of the wording but half the facts is partial; little of both is wrong
         # (so is an answer that states most of the dataset's keypoints)
         strong = facts.contained or facts.recall >= 0.8 or (facts.keypoint_coverage or 0.0) >= 0.8
+        # half the facts, none of them wrong, is a partial answer; a name of its own in
+        # place of the ground truth's ("Urban Solutions" for "Green Energy Power") is not
+        # (nor is one that leaves a whole entity of the question unnamed: "What sentences
+        # did Cooper and Nelson get?" answered for Cooper alone)
+        half = (
+            share >= 0.5
+            and not (n_names and facts.names_hit < n_names and _rival_names(ans, gt, example.query))
+            and all(
+                mentions_part(p, ans) for p in question_parts(example.query) if p.kind == "entity"
+            )
+        )
         if n_facts >= 2 and share <= 0.5 and label is not AnswerLabel.INCORRECT:
-            label = AnswerLabel.POSSIBLE_CORRECT if strong else AnswerLabel.INCORRECT
+            label = AnswerLabel.POSSIBLE_CORRECT if strong or half else AnswerLabel.INCORRECT
             reasons.append(f"only {hit}/{n_facts} key facts (numbers, dates, names) present")
             rule = "key_facts"
         elif (
