@@ -221,14 +221,17 @@ def answer_view(answer: str) -> AnswerView:
     text = clean_answer(answer)
     final, final_from = _final(text, answer)
     sentences = [s.text for s in split_sentences(text)] if text else []
-    declines = tuple(s for s in sentences if declining_sentence(s))
+    # a sentence declines only if the whole answer holds a declining cue: most answers
+    # hold none, and one search of the answer spares one per sentence
+    any_decline = bool(text) and declining_sentence(text)
+    declines = tuple(s for s in sentences if declining_sentence(s)) if any_decline else ()
     clauses = tuple(
         c.strip()
         for d in declines
         for c in _CLAUSES.split(d)
         if c.strip() and declining_sentence(c)
     )
-    final_declines = declining_sentence(final)
+    final_declines = any_decline and declining_sentence(final)
     guesses = False
     if declines:
         # a guess counts only after the first declining sentence
