@@ -294,3 +294,64 @@ async def test_declined_event_in_the_context_stays_generation() -> None:
     d = await Diagnoser("rules").diagnose(trace)
     assert d.answer_label is AnswerLabel.INCORRECT
     assert d.stage is Stage.GENERATION
+
+
+# Green Fields' evidence chunk names Green Fields; Harmony's (b_1) never names Harmony
+EN_NAMED_A = dict(
+    EN,
+    a_docs=(
+        "Green Fields Agriculture Ltd. annual report 2019.",
+        "In March 2019 Green Fields Agriculture acquired Newbridge Farm for USD 12 million.",
+        "Green Fields Agriculture also expanded its irrigation network.",
+    ),
+    refs=(
+        "In March 2019 Green Fields Agriculture acquired Newbridge Farm for USD 12 million.",
+        "In June 2019 the company acquired CarePlus Clinics, a chain of eight clinics.",
+    ),
+)
+ZH_NAMED_A = dict(
+    ZH,
+    a_docs=(
+        "绿野农业2019年年度报告。",
+        "2019年3月，绿野农业以1200万元收购了新桥农场。",
+        "绿野农业扩建了灌溉网络。",
+    ),
+    refs=("2019年3月，绿野农业以1200万元收购了新桥农场。", "2019年6月，公司收购了蓝天航修。"),
+)
+
+
+@pytest.mark.parametrize("case", [EN_NAMED_A, ZH_NAMED_A], ids=["en", "zh"])
+async def test_evidence_cut_from_its_subject_and_not_retrieved_is_chunking(
+    case: dict[str, object],
+) -> None:
+    # b_1 holds Harmony's acquisition but never names Harmony; b_0, which names it, was
+    # retrieved, and Green Fields' evidence got through with its name on it: the
+    # document was reachable, its anonymous chunk was not (E3)
+    trace = two_company_trace(case, retrieved=["a_1", "a_0", "b_0"], context=["a_1", "a_0"])
+    call = stage_from_parts(trace, ["a_1", "b_1"])
+    assert call is not None and call.stage is Stage.CHUNKING, call
+    assert "b_1" in call.reason
+    d = await Diagnoser("rules").diagnose(trace)
+    assert d.stage is Stage.CHUNKING and d.error_type is ErrorType.E3
+
+
+@pytest.mark.parametrize("case", [EN, ZH], ids=["en", "zh"])
+def test_an_anonymous_chunk_is_no_cause_when_the_other_entitys_got_through_anonymous(
+    case: dict[str, object],
+) -> None:
+    # Green Fields' evidence (a_1) reached the generator without its name too: anonymity
+    # did not stop it, so the miss is retrieval's
+    trace = two_company_trace(case, retrieved=["a_1", "a_0", "b_0"], context=["a_1", "a_0"])
+    call = stage_from_parts(trace, ["a_1", "b_1"])
+    assert call is not None and call.stage is Stage.RETRIEVAL, call
+
+
+@pytest.mark.parametrize("case", [EN, ZH], ids=["en", "zh"])
+def test_evidence_in_context_without_its_subject_and_declined_is_chunking(
+    case: dict[str, object],
+) -> None:
+    # b_1 reached the generator, but without Harmony's name; the answer declines Harmony
+    trace = two_company_trace(case, retrieved=["a_1", "a_0", "b_1"], context=["a_1", "a_0", "b_1"])
+    call = stage_from_parts(trace, ["a_1", "b_1"])
+    assert call is not None and call.stage is Stage.CHUNKING, call
+    assert "declines" in call.reason

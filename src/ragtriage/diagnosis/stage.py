@@ -48,10 +48,16 @@ from typing import Literal
 
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis.concepts import gt_doc_texts
-from ragtriage.diagnosis.question_parts import PartFlow, mentions_part, part_flows, question_parts
+from ragtriage.diagnosis.question_parts import (
+    PartFlow,
+    QuestionPart,
+    mentions_part,
+    part_flows,
+    question_parts,
+)
 from ragtriage.groundtruth import locate_reference
 from ragtriage.records import Chunk, Stage, Trace
-from ragtriage.text import content_tokens
+from ragtriage.text import content_tokens, has_cjk
 
 __all__ = [
     "ChunkShapeFinding",
@@ -129,20 +135,27 @@ def gt_flow(trace: Trace, gt_ids: Sequence[str]) -> GTFlow:
     )
 
 
-def starved_parts(trace: Trace, gt_ids: Sequence[str]) -> list[PartFlow]:
-    """Entities of a multi-entity question whose GT evidence never reached the generator
-    while another entity's did (see the module docstring); ``[]`` otherwise."""
+@dataclass(frozen=True, slots=True)
+class _PartEvidence:
+    flows: list[PartFlow]
+    #: GT chunks that do not name their entity themselves (the name is elsewhere in
+    #: their document: a chunk cut from its subject)
+    unnamed: frozenset[str]
+
+
+def _part_evidence(trace: Trace, gt_ids: Sequence[str]) -> _PartEvidence | None:
     if not trace.example.answerable or not gt_ids:
-        return []
+        return None
     parts = [p for p in question_parts(trace.example.query) if p.kind == "entity"]
     if len(parts) < 2:
-        return []
+        return None
     cm = trace.chunk_map()
     docs = gt_doc_texts(trace)
     named_by_doc = {
         doc: [p for p in parts if mentions_part(p, text)] for doc, (text, _off) in docs.items()
     }
     gt: list[tuple[str, str, str]] = []
+    unnamed: set[str] = set()
     for cid in gt_ids:
         c = cm.get(cid)
         if c is None:
@@ -152,6 +165,8 @@ def starved_parts(trace: Trace, gt_ids: Sequence[str]) -> list[PartFlow]:
         if len(named) == 1 and not any(mentions_part(p, text) for p in parts):
             # "The company acquired …": the chunk's document names one entity only
             text = f"{named[0].text} {text}"
+            if not _names_loosely(named[0].text, c.text):
+                unnamed.add(cid)
         gt.append((cid, c.doc_id, text))
     # an entity the ground truth answers for but no GT chunk names (its references were
     # not given): the chunks of its GT documents that name it stand in
@@ -166,19 +181,72 @@ def starved_parts(trace: Trace, gt_ids: Sequence[str]) -> list[PartFlow]:
         )
     context = [(cid, cm[cid].text) for cid in trace.context if cid in cm]
     flows = part_flows(parts, gt, context, frozenset(h.chunk_id for h in trace.retrieved))
-    reached = [f for f in flows if f.in_context]
-    starved = [f for f in flows if f.starved]
+    return _PartEvidence(flows, frozenset(unnamed))
+
+
+def _names_loosely(name: str, text: str) -> bool:
+    """``text`` names ``name`` at least by its head: the first word of a Latin name
+    ("Fabrikon's" for "Fabrikon Manufacturing"), the first two characters of a Chinese
+    one ("拓远" for "拓远科技")."""
+    if mentions_part(QuestionPart(name, "entity"), text):
+        return True
+    if has_cjk(name):
+        core = name.strip()
+        return len(core) >= 4 and core[:2] in text
+    head = name.split()[0] if name.split() else ""
+    return len(head) >= 4 and re.search(rf"\b{re.escape(head)}\b", text) is not None
+
+
+def starved_parts(trace: Trace, gt_ids: Sequence[str]) -> list[PartFlow]:
+    """Entities of a multi-entity question whose GT evidence never reached the generator
+    while another entity's did (see the module docstring); ``[]`` otherwise."""
+    ev = _part_evidence(trace, gt_ids)
+    if ev is None:
+        return []
+    reached = [f for f in ev.flows if f.in_context]
+    starved = [f for f in ev.flows if f.starved]
     return starved if starved and reached else []
 
 
 def stage_from_parts(trace: Trace, gt_ids: Sequence[str]) -> StageCall | None:
     """Multi-entity step before step 1: retrieval (or reranking) when one entity's GT
-    evidence never reached the generator while another's did; else ``None``."""
-    starved = starved_parts(trace, gt_ids)
-    if not starved:
+    evidence never reached the generator while another's did; chunking when that
+    evidence lies in chunks that never name the entity (cut from their subject) and were
+    not retrieved although a chunk of their document naming it was (and the other
+    entity's evidence got through with its name on it), or reached the generator that
+    way and the answer declines the entity; else ``None``."""
+    ev = _part_evidence(trace, gt_ids)
+    if ev is None:
         return None
+    reached = [f for f in ev.flows if f.in_context]
+    starved = [f for f in ev.flows if f.starved]
+    if not reached:
+        return None
+    if not starved:
+        return _subject_lost_in_context(trace, ev, reached)
     f = starved[0]
     name = f.part.text
+    # the other entity's evidence got through with its name on it: anonymity is what
+    # set this entity's chunks apart (when the other's were anonymous too, it is not)
+    cm = trace.chunk_map()
+
+    def anonymous(part: PartFlow, cid: str) -> bool:
+        c = cm.get(cid)
+        return c is not None and not _names_loosely(part.part.text, c.text)
+
+    if (
+        not f.retrieved
+        and any(c in ev.unnamed for c in f.gt_chunks)
+        and not any(all(anonymous(r, c) for c in r.in_context) for r in reached)
+        and _named_sibling_retrieved(trace, f, ev.unnamed)
+    ):
+        return StageCall(
+            Stage.CHUNKING,
+            f"ground-truth chunk(s) about {name!r} ({', '.join(c for c in f.gt_chunks if c in ev.unnamed)}) "
+            f"never name {name!r} (the name is elsewhere in the document): cut from their "
+            "subject, they did not reach the generator, while the other entity's named "
+            "evidence did",
+        )
     if f.retrieved:
         return StageCall(
             Stage.RERANKING,
@@ -191,6 +259,55 @@ def stage_from_parts(trace: Trace, gt_ids: Sequence[str]) -> StageCall | None:
         f"({', '.join(f.gt_chunks[:3])}) were never retrieved, while the other entity's "
         "evidence was",
     )
+
+
+def _named_in_context(trace: Trace, f: PartFlow) -> bool:
+    """Some chunk of the generator's context names the part (at least by its head)."""
+    cm = trace.chunk_map()
+    return any(cid in cm and _names_loosely(f.part.text, cm[cid].text) for cid in trace.context)
+
+
+def _named_sibling_retrieved(trace: Trace, f: PartFlow, unnamed: frozenset[str]) -> bool:
+    """A chunk of the same document as one of ``f``'s unnamed GT chunks, naming the
+    entity, was retrieved: the document was reachable, its anonymous chunk was not (a
+    query that missed the whole document is a retrieval failure)."""
+    cm = trace.chunk_map()
+    docs = {cm[c].doc_id for c in f.gt_chunks if c in unnamed and c in cm}
+    for h in trace.retrieved:
+        c = cm.get(h.chunk_id)
+        if c is not None and c.doc_id in docs and mentions_part(f.part, c.text):
+            return True
+    return False
+
+
+def _subject_lost_in_context(
+    trace: Trace, ev: _PartEvidence, reached: list[PartFlow]
+) -> StageCall | None:
+    """Every entity's evidence reached the generator, but one entity's only in chunks
+    that never name it, and the answer declines that entity while answering another."""
+    from ragtriage.diagnosis.answer_styles import answer_view
+
+    view = answer_view(trace.answer)
+    if not view.declines:
+        return None
+    for f in reached:
+        if not all(c in ev.unnamed for c in f.in_context) or _named_in_context(trace, f):
+            continue
+        # "至于文化传媒有限公司，现有资料中没有提到其融资活动": the declining sentence names it
+        declined = any(mentions_part(f.part, d) for d in view.declines)
+        # the entity the answer does answer for came with its name (else anonymity did
+        # not stop the generator)
+        others = [r for r in reached if r is not f and _named_in_context(trace, r)]
+        if declined and any(mentions_part(r.part, view.text) for r in others):
+            name = f.part.text
+            return StageCall(
+                Stage.CHUNKING,
+                f"the ground-truth chunk(s) about {name!r} ({', '.join(f.in_context[:3])}) "
+                f"reached the generator without {name!r}'s name (it is elsewhere in the "
+                f"document), and the answer declines {name!r}: the chunks were cut from "
+                "their subject",
+            )
+    return None
 
 
 #: a reference counts as held by a context chunk when the chunk has this share of its

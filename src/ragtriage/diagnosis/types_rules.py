@@ -57,7 +57,7 @@ from ragtriage.diagnosis.facts import (
     normalize,
     quantities_match,
 )
-from ragtriage.diagnosis.stage import chunk_shape_findings, starved_parts
+from ragtriage.diagnosis.stage import chunk_shape_findings, stage_from_parts, starved_parts
 from ragtriage.groundtruth import locate_reference, reconstruct_text
 from ragtriage.records import AnswerLabel, Chunk, ErrorType, Stage, Vote, types_of_stage
 from ragtriage.text import count_tokens, split_sentences
@@ -289,6 +289,10 @@ def _chunking_tests(ctx: CaseContext, found: _Found) -> None:
     # ---- the extension of the stage cascade (stage.py): the GT chunks' shape
     for finding in chunk_shape_findings(trace, ctx.gt_chunk_ids, ctx.config or _DEFAULTS):
         found.add(E.E1 if finding.kind == "over" else E.E2, 0.8, finding.note)
+    # ---- and one entity's evidence cut from its subject (a multi-entity question)
+    parts_call = stage_from_parts(trace, ctx.gt_chunk_ids)
+    if parts_call is not None and parts_call.stage is Stage.CHUNKING:
+        found.add(E.E3, 0.85, parts_call.reason)
     # in first-seen order (a set's order follows the hash seed, and so did the scores)
     gt_docs = list(dict.fromkeys(c.doc_id for c in gt)) or list(groups)
     doc_texts_all = (
