@@ -60,6 +60,7 @@ from ragtriage.metrics._rag import (
     context_recall,
     faithfulness,
 )
+from ragtriage.metrics._reverse import find_slots, main_claim, reverse_questions
 from ragtriage.metrics._robustness import (
     PERTURBATIONS,
     paraphrase,
@@ -95,16 +96,19 @@ __all__ += [
     "evaluate_metric_gate",
     "exact_match",
     "faithfulness",
+    "find_slots",
     "g_eval_llm",
     "g_eval_offline",
     "is_metric_gate",
     "latency_cost",
     "load_rubrics",
+    "main_claim",
     "paraphrase",
     "parse_metric_gate",
     "perturb_context",
     "read_scores",
     "reference_sentences",
+    "reverse_questions",
     "robustness",
     "rouge_l",
     "sample_answers",
