@@ -130,8 +130,9 @@ def evaluate_answers(
     price_per_1k_completion: float = 0.0,
     extra: Sequence[Mapping[str, MetricScore]] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """``(per_trace_rows, aggregate)``. Rows hold ``trace_id``, ``example_id`` and
-    ``scores`` (``{metric: {value | "undetermined", judge, reason?}}``); the aggregate
+    """``(per_trace_rows, aggregate)``. Rows hold ``trace_id``, ``example_id``,
+    ``scores`` (``{metric: {value | "undetermined", judge, reason?}}``) and, when the
+    answer had claims, ``claims`` (``[{claim, verdict}]``); the aggregate
     holds per metric ``mean``, ``ci95``, ``n`` and ``undetermined`` (counts per reason),
     plus latency and cost from the traces. ``extra`` adds scores per trace (g_eval,
     selfcheck), in trace order."""
@@ -152,13 +153,14 @@ def evaluate_answers(
                 bucket[reason] = bucket.get(reason, 0) + 1
             else:
                 collected.setdefault(name, []).append(round(s.value, _DIGITS))
-        rows.append(
-            {
-                "trace_id": trace.trace_id,
-                "example_id": trace.example.example_id,
-                "scores": {name: _round(s) for name, s in scores.items()},
-            }
-        )
+        row: dict[str, Any] = {
+            "trace_id": trace.trace_id,
+            "example_id": trace.example.example_id,
+            "scores": {name: _round(s) for name, s in scores.items()},
+        }
+        if j.claims:  # the verdicts behind faithfulness (diagnosis evidence reads them)
+            row["claims"] = [{"claim": c.claim, "verdict": c.verdict} for c in j.claims]
+        rows.append(row)
     names = list(dict.fromkeys(n for r in rows for n in r["scores"]))
     metrics: dict[str, Any] = {}
     for i, name in enumerate(names):
