@@ -305,6 +305,20 @@ def _diagnoser(
     return Diagnoser(judge, strategy, cfg.diagnosis, runner, judges=factory)
 
 
+def _render_metrics(
+    scores: Path | None, source: Path, diagnoses: list[Diagnosis], console: Console
+) -> None:
+    """The evaluation metrics next to the diagnosis, when the run has them."""
+    from ragtriage.report.metrics_view import load_run_metrics
+    from ragtriage.report.terminal import render_metrics
+
+    if scores is None and not source.is_dir():
+        return
+    metrics = load_run_metrics(source, scores)
+    if metrics is not None:
+        render_metrics(metrics, diagnoses, console)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("diagnose")
     def diagnose(
@@ -465,6 +479,7 @@ def register(app: typer.Typer) -> None:
                 )
             diagnoses = list(read_records(out_path, Diagnosis)) if out_path.exists() else []
             render_summary(summarize(diagnoses, traces), console)
+            _render_metrics(scores, source, diagnoses, console)
             if runner is not None:
                 _print_ledger(console, runner.ledger.summary(), estimate=False)
             console.print(f"wrote {out_path} ({len(todo)} new, {len(diagnoses)} total)")
