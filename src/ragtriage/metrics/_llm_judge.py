@@ -90,6 +90,9 @@ def _numbered(items: list[str]) -> str:
 class LLMTraceJudge:
     """LLM implementation of :class:`~ragtriage.metrics.TraceJudge` (two calls a trace)."""
 
+    #: waits on an endpoint: ``evaluate_answers`` embeds meanwhile
+    io_bound = True
+
     def __init__(self, runner: LLMRunner, *, max_tokens: int = 768) -> None:
         self.runner = runner
         self.max_tokens = max_tokens
