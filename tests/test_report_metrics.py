@@ -114,3 +114,47 @@ def test_bad_scores_file_is_an_input_error(tmp_path: Path) -> None:
     assert exc.value.line == 1
     with pytest.raises(InputError):
         load_run_metrics(run, tmp_path / "missing.jsonl")
+
+
+@pytest.mark.browser
+def test_sort_control_in_a_browser(tmp_path: Path) -> None:
+    from test_html_browser import ARGS, CHROMIUM, _skip_reason
+
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    import shutil
+
+    from playwright.sync_api import sync_playwright
+
+    from ragtriage.report import write_html
+
+    traces, diags = sample_records()
+    metrics = load_run_metrics(_run(tmp_path))
+    page_path = tmp_path / "report.html"
+    write_html(page_path, summarize(diags, traces), diags, traces, metrics=metrics)
+    errors: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium"),
+            args=ARGS,
+        )
+        try:
+            page = browser.new_page()
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(page_path.as_uri())
+
+            def order() -> list[str | None]:
+                loc = page.locator("details.ex")
+                return [loc.nth(i).get_attribute("data-id") for i in range(loc.count())]
+
+            assert order() == ["q7", "q9", "q6", "q8"]  # faithfulness, lowest first
+            page.select_option("#f-sort", "stage")
+            assert order() == ["q8", "q6", "q7", "q9"]  # retrieval, reranking, generation, -
+            page.select_option("#f-sort", "faith")
+            assert order() == ["q7", "q9", "q6", "q8"]
+            page.select_option("#f-stage", "generation")
+            assert page.locator("details.ex:visible").count() == 1
+        finally:
+            browser.close()
+    assert errors == []
