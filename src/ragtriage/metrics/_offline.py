@@ -14,7 +14,12 @@ import re
 from typing import Final
 
 from ragtriage.diagnosis.answer_styles import declining_sentence
-from ragtriage.metrics._context import answer_claims, context_texts, reference_sentences
+from ragtriage.metrics._context import (
+    CITATION,
+    answer_claims,
+    context_texts,
+    reference_sentences,
+)
 from ragtriage.metrics._judgements import ClaimVerdict, TraceJudgements, Verdict
 from ragtriage.metrics._reverse import reverse_questions
 from ragtriage.records import Trace
@@ -25,7 +30,6 @@ __all__ = ["OfflineJudge", "claim_verdict"]
 SUPPORT: Final = 0.7
 RELEVANT: Final = 0.5
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-_CITATION = re.compile(r"\[\d+(?:\s*[,，、]\s*\d+)*\]")
 
 
 def _numbers(text: str) -> set[str]:
@@ -39,7 +43,7 @@ def _recall(tokens: list[str], pool: set[str]) -> float | None:
 
 
 def claim_verdict(claim: str, context: str) -> Verdict:
-    claim = _CITATION.sub(" ", claim)  # "[1]" cites a chunk: not a number the claim states
+    claim = CITATION.sub(" ", claim)  # "[1]" cites a chunk: not a number the claim states
     pool = set(content_tokens(context))
     rec = _recall(content_tokens(claim), pool) or 0.0
     missing_numbers = _numbers(claim) - _numbers(context)
