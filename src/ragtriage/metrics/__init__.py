@@ -63,6 +63,8 @@ from ragtriage.metrics._rag import (
 from ragtriage.metrics._reverse import find_slots, main_claim, reverse_questions
 from ragtriage.metrics._robustness import (
     PERTURBATIONS,
+    QUERY_PERTURBATIONS,
+    Retrieve,
     paraphrase,
     perturb_context,
     robustness,
@@ -73,6 +75,7 @@ from ragtriage.metrics._selfcheck import sample_answers, samples_of, selfcheck
 __all__ += [
     "DEFAULT_RUBRICS",
     "PERTURBATIONS",
+    "QUERY_PERTURBATIONS",
     "ClaimVerdict",
     "LLMTraceJudge",
     "MetricDelta",
@@ -80,6 +83,7 @@ __all__ += [
     "MetricGateResult",
     "MetricScore",
     "OfflineJudge",
+    "Retrieve",
     "Rubric",
     "TraceJudge",
     "TraceJudgements",

@@ -135,8 +135,11 @@ def _scores(trace: Trace, answer: str, ctx: Sequence[Chunk]) -> dict[str, float 
     if ex.answerable and ex.answer.strip() and answer.strip():
         out["f1"] = token_f1(answer, ex.answer)
         out["exact_match"] = exact_match(answer, ex.answer)
+    from ragtriage.diagnosis.answer_styles import declining_sentence
+
     claims = answer_claims(answer)
-    if claims and ctx:
+    # as in the offline judge: an answer that declines has no claims to verify
+    if claims and ctx and not (declining_sentence(answer) and len(claims) <= 1):
         joined = "\n".join(c.text for c in ctx)
         out["faithfulness"] = sum(claim_verdict(c, joined) == "supported" for c in claims) / len(
             claims
