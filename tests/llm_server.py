@@ -179,6 +179,7 @@ class LocalLLMServer:
                 self._counters.inflight -= 1
 
     async def _chat_inner(self, request: web.Request) -> web.StreamResponse:
+        arrived = time.perf_counter()
         raw = await request.read()
         try:
             body = json.loads(raw)
@@ -205,7 +206,7 @@ class LocalLLMServer:
             elif b.hang or (b.hang_when is not None and b.hang_when(body)):
                 self._counters.hung += 1
                 action = "hang"
-        if b.delay_s > 0:
+        if b.delay_s > 0 and action != "ok":
             await asyncio.sleep(b.delay_s)
         if action == "429":
             headers = {"Retry-After": b.retry_after} if b.retry_after is not None else {}
@@ -258,6 +259,10 @@ class LocalLLMServer:
                 "completion_tokens": completion,
                 "total_tokens": prompt + completion,
             }
+        if b.delay_s > 0:
+            # a reply takes delay_s from its arrival, the scripted reply's own CPU
+            # included (a benchmark's latency is then the server's, not delay + CPU)
+            await asyncio.sleep(max(0.0, b.delay_s - (time.perf_counter() - arrived)))
         return web.json_response(payload)
 
     async def _embeddings(self, request: web.Request) -> web.StreamResponse:

@@ -38,7 +38,7 @@ SCHEMA = {
 _TRANSPORT = {"name": "auto"}
 
 
-@pytest.fixture(autouse=True, params=["aiohttp", "httpx"])
+@pytest.fixture(autouse=True, params=["direct", "aiohttp", "httpx"])
 def transport(request: pytest.FixtureRequest) -> Iterator[str]:
     _TRANSPORT["name"] = request.param
     yield request.param

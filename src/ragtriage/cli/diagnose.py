@@ -32,7 +32,8 @@ from ragtriage.report.aggregate import summarize
 from ragtriage.report.terminal import render_summary
 
 if TYPE_CHECKING:
-    from ragtriage.diagnosis.engine import Diagnoser
+    from ragtriage.diagnosis.engine import Diagnoser, Judge
+    from ragtriage.diagnosis.strategies import Strategy
     from ragtriage.executors import Executor
     from ragtriage.llm import LedgerSummary, LLMRunner
 
@@ -276,6 +277,48 @@ def _diagnose_ray(
         )
 
 
+def _diagnoser(
+    judge: Judge,
+    strategy: Strategy,
+    cfg: PipelineConfig,
+    runner: LLMRunner | None,
+    scores: Path | None,
+    source: Path,
+    console: Console,
+) -> Diagnoser:
+    """The diagnoser; with evaluation scores (``--scores``, or ``scores.jsonl`` in the
+    run directory) its type step also weighs the metrics (diagnosis/metric_evidence.py)."""
+    from ragtriage.diagnosis.engine import Diagnoser
+
+    path = scores if scores is not None else (source / "scores.jsonl" if source.is_dir() else None)
+    if path is None or (scores is None and not path.is_file()):
+        return Diagnoser(judge, strategy, cfg.diagnosis, runner)
+    from ragtriage.diagnosis.metric_evidence import read_metric_evidence, with_metric_evidence
+
+    evidence = read_metric_evidence(path)
+    console.print(
+        f"using evaluation metrics from {path} as evidence ({len(evidence.by_trace)} traces; "
+        "low faithfulness supports E10)",
+        highlight=False,
+    )
+    factory = with_metric_evidence(cfg.diagnosis, evidence)
+    return Diagnoser(judge, strategy, cfg.diagnosis, runner, judges=factory)
+
+
+def _render_metrics(
+    scores: Path | None, source: Path, diagnoses: list[Diagnosis], console: Console
+) -> None:
+    """The evaluation metrics next to the diagnosis, when the run has them."""
+    from ragtriage.report.metrics_view import load_run_metrics
+    from ragtriage.report.terminal import render_metrics
+
+    if scores is None and not source.is_dir():
+        return
+    metrics = load_run_metrics(source, scores)
+    if metrics is not None:
+        render_metrics(metrics, diagnoses, console)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("diagnose")
     def diagnose(
@@ -330,6 +373,12 @@ def register(app: typer.Typer) -> None:
         batch_size: int = typer.Option(
             256, "--batch-size", min=1, help="Traces per Ray task (--executor ray)."
         ),
+        scores: Path | None = typer.Option(
+            None,
+            "--scores",
+            help="scores.jsonl of 'ragtriage evaluate' to use as evidence (default: the "
+            "run directory's scores.jsonl when it exists): low faithfulness supports E10.",
+        ),
         retry_undetermined: bool = typer.Option(
             False,
             "--retry-undetermined",
@@ -342,7 +391,7 @@ def register(app: typer.Typer) -> None:
         Exit 2 on bad input or configuration.
         """
         # imported here so that `ragtriage --help` and the other commands stay fast
-        from ragtriage.diagnosis.engine import JUDGES, Diagnoser
+        from ragtriage.diagnosis.engine import JUDGES
         from ragtriage.diagnosis.strategies import STRATEGIES
         from ragtriage.llm import run_sync
 
@@ -391,7 +440,7 @@ def register(app: typer.Typer) -> None:
                     f"in {out_path}",
                     highlight=False,
                 )
-            diagnoser = Diagnoser(judge, strategy, cfg.diagnosis, runner)
+            diagnoser = _diagnoser(judge, strategy, cfg, runner, scores, source, console)
             show = progress and Console(stderr=True).is_terminal
             if dry_run:
                 run_sync(
@@ -412,6 +461,8 @@ def register(app: typer.Typer) -> None:
                     _print_ledger(console, runner.ledger.summary(), estimate=True)
                 return
             if ex.is_ray:
+                if diagnoser.judges_replaced:
+                    console.print("note: --executor ray does not use the evaluation metrics")
                 _diagnose_ray(todo, strategy, cfg, ex, batch_size, out_path)
             else:
                 run_sync(
@@ -428,6 +479,7 @@ def register(app: typer.Typer) -> None:
                 )
             diagnoses = list(read_records(out_path, Diagnosis)) if out_path.exists() else []
             render_summary(summarize(diagnoses, traces), console)
+            _render_metrics(scores, source, diagnoses, console)
             if runner is not None:
                 _print_ledger(console, runner.ledger.summary(), estimate=False)
             console.print(f"wrote {out_path} ({len(todo)} new, {len(diagnoses)} total)")

@@ -9,7 +9,13 @@ import typer
 from ragtriage.report.aggregate import summarize
 from ragtriage.report.export import write_csv, write_json
 from ragtriage.report.html import DEFAULT_MAX_EXAMPLES, write_html
-from ragtriage.report.terminal import make_console, render_headline, render_summary
+from ragtriage.report.metrics_view import load_run_metrics
+from ragtriage.report.terminal import (
+    make_console,
+    render_headline,
+    render_metrics,
+    render_summary,
+)
 from ragtriage.store import load_run_dir
 
 __all__ = ["register"]
@@ -46,10 +52,17 @@ def register(app: typer.Typer) -> None:
             help="Human labels (as for 'ragtriage agree'): add the agreement summary and the "
             "reliability table of the confidence to the report.",
         ),
+        scores: Path | None = typer.Option(
+            None,
+            "--scores",
+            help="scores.jsonl of 'ragtriage evaluate' (default RUN_DIR/scores.jsonl when it "
+            "exists): metrics next to the diagnosis, failing examples by faithfulness.",
+        ),
     ) -> None:
         """Write an offline HTML report of a diagnosed run; exit 2 on bad input."""
         run = load_run_dir(run_dir, diagnoses)
         summary = summarize(run.diagnoses, run.traces)
+        metrics = load_run_metrics(run_dir, scores)
         console = make_console()
         html_path = out if out is not None else run_dir / "report.html"
         agreement_report = None
@@ -69,11 +82,14 @@ def register(app: typer.Typer) -> None:
             run_info=run.info(),
             max_examples=max_examples,
             agreement=agreement_report,
+            metrics=metrics,
         )
         if tables:
             render_summary(summary, console)
         else:
             render_headline(summary, console)
+        if metrics is not None:
+            render_metrics(metrics, run.diagnoses, console)
         typer.echo(f"wrote {html_path}")
         if csv_path is not None:
             summary_path = write_csv(csv_path, summary, run.diagnoses, run.traces)

@@ -115,6 +115,11 @@ class Diagnoser:
         return llm_judges(self._config, calls, self._options)
 
     @property
+    def judges_replaced(self) -> bool:
+        """Whether a ``judges`` factory replaced the default bundle."""
+        return self._custom_judges
+
+    @property
     def judge(self) -> Judge:
         return self._judge
 

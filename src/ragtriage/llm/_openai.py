@@ -7,9 +7,12 @@ fetched one by one with distinct seeds, and ``n`` is not sent again), some rejec
 ``response_format`` is not sent again). SDK retries are off: :class:`LLMRunner`
 retries, honouring ``Retry-After``, which the errors raised here carry.
 
-Under the SDK sits aiohttp when it is installed (``llm.http_transport: auto``): the SDK's
-documented transport for concurrent use, at about half the client CPU per request of its
-default httpx pool (compare ``benchmarks/llm_throughput.py --transport httpx`` with the default). The pool belongs to
+With aiohttp installed (``llm.http_transport: auto``) chat calls go out through the
+``direct`` transport (:mod:`ragtriage.llm._direct`): the same JSON body posted with
+aiohttp, without the SDK's request models, which cost most of the client CPU per call.
+``aiohttp`` and ``httpx`` keep the SDK, over its aiohttp transport (the SDK's documented
+option for concurrent use, about half the client CPU of its default) or its httpx pool
+(compare ``benchmarks/llm_throughput.py --transport httpx`` with the default). The pool belongs to
 the event loop that opened it; :meth:`OpenAICompatible.aclose` closes it, and when a loop
 run by ``asyncio.run`` ends without that, the pool is closed as the loop shuts down.
 
@@ -32,6 +35,7 @@ import openai
 from ragtriage.config import LLMConfig
 from ragtriage.errors import ConfigError, LLMError, LLMTimeoutError
 from ragtriage.llm._base import ChatRequest, Completion, Usage
+from ragtriage.llm._direct import DirectHTTP, aiohttp_available
 from ragtriage.llm._errors import (
     LLMBadResponseError,
     LLMConnectionError,
@@ -98,6 +102,19 @@ def _tls_context() -> ssl.SSLContext:
     return context
 
 
+def _direct(config: LLMConfig) -> bool:
+    """Whether chat calls skip the SDK (``direct``, or ``auto`` with aiohttp)."""
+    if config.http_transport == "direct":
+        if not aiohttp_available():
+            raise ConfigError(
+                "llm.http_transport is direct but aiohttp is not installed: pip install "
+                "'openai[aiohttp]' or set it to httpx",
+                field="llm.http_transport",
+            )
+        return True
+    return config.http_transport == "auto" and aiohttp_available()
+
+
 def _http_client(config: LLMConfig) -> Any:
     """The HTTP client under the SDK: aiohttp (``auto`` when installed) or httpx.
 
@@ -127,7 +144,7 @@ def _http_client(config: LLMConfig) -> Any:
 _POOL_CLOSERS: set[asyncio.Task[None]] = set()
 
 
-async def _close_at_loop_end(sdk: openai.AsyncOpenAI, release: asyncio.Event) -> None:
+async def _close_at_loop_end(sdk: openai.AsyncOpenAI | DirectHTTP, release: asyncio.Event) -> None:
     """Hold ``sdk`` until :meth:`OpenAICompatible.aclose` releases it or the loop's
     runner cancels this task at shutdown (``asyncio.run`` cancels and awaits leftover
     tasks), then close its pool on the loop it belongs to."""
@@ -194,13 +211,14 @@ class OpenAICompatible:
         self._n_supported: bool | None = config.supports_n
         self._json_schema_supported: bool | None = config.supports_json_schema
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._sdk: openai.AsyncOpenAI | None = None
+        self._sdk: openai.AsyncOpenAI | DirectHTTP | None = None
+        self._use_direct = _direct(config)
         self._gate: asyncio.Semaphore | None = None
         self._release: asyncio.Event | None = None
         self._closer: asyncio.Task[None] | None = None
         # built now (TLS roots, transport imports: ~0.1 s once), not on the first request;
         # it binds to an event loop only when that request opens a connection
-        self._fresh_http: Any = _http_client(config)
+        self._fresh_http: Any = None if self._use_direct else _http_client(config)
 
     @property
     def model_name(self) -> str:
@@ -219,18 +237,30 @@ class OpenAICompatible:
     def supports_json_schema(self) -> bool | None:
         return self._json_schema_supported
 
-    def _bound(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
-        """The SDK client and gate for the running loop (connection pools are per loop)."""
+    def _bound(self) -> tuple[openai.AsyncOpenAI | DirectHTTP, asyncio.Semaphore]:
+        """The SDK client (or direct session) and gate for the running loop (connection
+        pools are per loop)."""
         loop = asyncio.get_running_loop()
         if self._sdk is None or self._gate is None or self._loop is not loop:
-            self._sdk = openai.AsyncOpenAI(
-                base_url=self._base_url,
-                api_key=self._config.api_key or _PLACEHOLDER_KEY,
-                max_retries=0,
-                timeout=self._config.timeout_s,
-                http_client=(
-                    self._fresh_http if self._fresh_http is not None else _http_client(self._config)
-                ),
+            self._sdk = (
+                DirectHTTP(
+                    self._base_url,
+                    self._config.api_key or _PLACEHOLDER_KEY,
+                    self._config.timeout_s,
+                    _tls_context(),
+                )
+                if self._use_direct
+                else openai.AsyncOpenAI(
+                    base_url=self._base_url,
+                    api_key=self._config.api_key or _PLACEHOLDER_KEY,
+                    max_retries=0,
+                    timeout=self._config.timeout_s,
+                    http_client=(
+                        self._fresh_http
+                        if self._fresh_http is not None
+                        else _http_client(self._config)
+                    ),
+                )
             )
             self._fresh_http = None
             self._gate = asyncio.Semaphore(self._config.concurrency)
@@ -351,14 +381,17 @@ class OpenAICompatible:
         payload = self._payload(request, n=n, seed=seed, schema_mode=schema_mode)
         sdk, gate = self._bound()
         async with gate:
-            try:
-                # The SDK's generic ``post`` (its documented way to call any route) skips
-                # the typed request transform and response model construction, which
-                # cost about as much CPU as the HTTP exchange itself; we validate the
-                # plain JSON below instead.
-                body: object = await sdk.post("/chat/completions", body=payload, cast_to=object)
-            except (openai.OpenAIError, ValueError) as exc:
-                raise translate_openai_error(exc) from exc
+            if isinstance(sdk, DirectHTTP):
+                body: object = await sdk.post("/chat/completions", payload)
+            else:
+                try:
+                    # The SDK's generic ``post`` (its documented way to call any route)
+                    # skips the typed request transform and response model construction,
+                    # which cost about as much CPU as the HTTP exchange itself; we
+                    # validate the plain JSON below instead.
+                    body = await sdk.post("/chat/completions", body=payload, cast_to=object)
+                except (openai.OpenAIError, ValueError) as exc:
+                    raise translate_openai_error(exc) from exc
         texts = _choice_texts(body)
         usage = body.get("usage") if isinstance(body, dict) else None
         prompt_tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None

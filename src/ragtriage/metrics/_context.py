@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import re
+
 from ragtriage.records import Chunk, Trace
 from ragtriage.text import split_sentences
 
-__all__ = ["answer_claims", "context_chunks", "context_texts", "reference_sentences"]
+__all__ = [
+    "CITATION",
+    "answer_claims",
+    "context_chunks",
+    "context_texts",
+    "reference_sentences",
+]
+
+#: a citation marker of a chunk ("[1]", "[1, 3]", "[2、4]"): not a claim, not a number
+CITATION = re.compile(r"\[\d+(?:\s*[,，、]\s*\d+)*\]")
 
 
 def context_chunks(trace: Trace) -> list[Chunk]:
@@ -22,8 +33,10 @@ def context_texts(trace: Trace) -> list[str]:
 
 
 def answer_claims(answer: str) -> list[str]:
-    """Offline claim extraction: the answer's sentences (EN and ZH terminators)."""
-    return [s.text.strip() for s in split_sentences(answer) if s.text.strip()]
+    """Offline claim extraction: the answer's sentences (EN and ZH terminators); a
+    "sentence" that is only citation markers ("… Norway. [2]") is none."""
+    out = [s.text.strip() for s in split_sentences(answer)]
+    return [c for c in out if CITATION.sub("", c).strip(" \t\n.,;:，。；：")]
 
 
 def reference_sentences(trace: Trace) -> list[str]:

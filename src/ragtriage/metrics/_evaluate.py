@@ -5,6 +5,7 @@ byte-identical output (values rounded to 6 decimals, keys sorted by the writer).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
 import numpy as np
@@ -53,16 +54,24 @@ def _semantic(answer: str, reference: str, embedder: Embedder) -> MetricScore:
     return MetricScore(value=max(0.0, float(v[0] @ v[1] / (n[0] * n[1]))), judge=judge)
 
 
-class _Prefetched:
-    """Serves vectors embedded in one batch up front (one model pass for all traces)."""
+def _embed_unique(embedder: Embedder, texts: Sequence[str]) -> dict[str, Any]:
+    unique = list(dict.fromkeys(texts))
+    vecs = np.asarray(embedder.embed(unique)) if unique else np.zeros((0, embedder.dim))
+    return {t: vecs[i] for i, t in enumerate(unique)}
 
-    def __init__(self, inner: Embedder, texts: list[str]) -> None:
+
+class _Prefetched:
+    """Serves vectors embedded in one batch up front (one model pass for all traces);
+    ``ready`` holds vectors embedded earlier (while an LLM judge was waiting)."""
+
+    def __init__(
+        self, inner: Embedder, texts: list[str], ready: dict[str, Any] | None = None
+    ) -> None:
         self.name = getattr(inner, "name", "embedder")
         self.dim = inner.dim
         self._inner = inner
-        unique = list(dict.fromkeys(texts))
-        vecs = np.asarray(inner.embed(unique)) if unique else np.zeros((0, inner.dim))
-        self._vecs = {t: vecs[i] for i, t in enumerate(unique)}
+        self._vecs = dict(ready or {})
+        self._vecs.update(_embed_unique(inner, [t for t in texts if t not in self._vecs]))
 
     def embed(self, texts: Sequence[str]) -> Any:
         missing = [t for t in texts if t not in self._vecs]
@@ -72,14 +81,34 @@ class _Prefetched:
         return np.stack([self._vecs[t] for t in texts]) if texts else np.zeros((0, self.dim))
 
 
-def _texts_to_embed(traces: Sequence[Trace], judgements: Sequence[TraceJudgements]) -> list[str]:
+def _known_texts(traces: Sequence[Trace]) -> list[str]:
+    """Texts to embed that do not depend on the judgements."""
     out: list[str] = []
-    for t, j in zip(traces, judgements, strict=True):
+    for t in traces:
         out.append(t.example.query)
-        out.extend(q for q in j.questions or () if q.strip())
         if t.answer.strip() and t.example.answer.strip():
             out += [t.answer, t.example.answer]
     return out
+
+
+def _texts_to_embed(traces: Sequence[Trace], judgements: Sequence[TraceJudgements]) -> list[str]:
+    out = _known_texts(traces)
+    for j in judgements:
+        out.extend(q for q in j.questions or () if q.strip())
+    return out
+
+
+def _judge_and_embed(
+    traces: Sequence[Trace], judge: TraceJudge, embedder: Embedder
+) -> tuple[list[TraceJudgements], dict[str, Any]]:
+    """The judgements; for a judge that waits on an endpoint (``io_bound``), the texts
+    that do not need them are embedded in a thread meanwhile (two phases overlapped)."""
+    if not getattr(judge, "io_bound", False):
+        return judge.judge_many(list(traces)), {}
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragtriage-embed") as pool:
+        ready = pool.submit(_embed_unique, embedder, _known_texts(traces))
+        judgements = judge.judge_many(list(traces))
+        return judgements, ready.result()
 
 
 def score_trace(
@@ -130,13 +159,14 @@ def evaluate_answers(
     price_per_1k_completion: float = 0.0,
     extra: Sequence[Mapping[str, MetricScore]] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """``(per_trace_rows, aggregate)``. Rows hold ``trace_id``, ``example_id`` and
-    ``scores`` (``{metric: {value | "undetermined", judge, reason?}}``); the aggregate
+    """``(per_trace_rows, aggregate)``. Rows hold ``trace_id``, ``example_id``,
+    ``scores`` (``{metric: {value | "undetermined", judge, reason?}}``) and, when the
+    answer had claims, ``claims`` (``[{claim, verdict}]``); the aggregate
     holds per metric ``mean``, ``ci95``, ``n`` and ``undetermined`` (counts per reason),
     plus latency and cost from the traces. ``extra`` adds scores per trace (g_eval,
     selfcheck), in trace order."""
-    judgements = judge.judge_many(list(traces))
-    embedder = _Prefetched(embedder, _texts_to_embed(traces, judgements))
+    judgements, ready = _judge_and_embed(traces, judge, embedder)
+    embedder = _Prefetched(embedder, _texts_to_embed(traces, judgements), ready)
     rows: list[dict[str, Any]] = []
     collected: dict[str, list[float]] = {}
     undetermined: dict[str, dict[str, int]] = {}
@@ -152,13 +182,14 @@ def evaluate_answers(
                 bucket[reason] = bucket.get(reason, 0) + 1
             else:
                 collected.setdefault(name, []).append(round(s.value, _DIGITS))
-        rows.append(
-            {
-                "trace_id": trace.trace_id,
-                "example_id": trace.example.example_id,
-                "scores": {name: _round(s) for name, s in scores.items()},
-            }
-        )
+        row: dict[str, Any] = {
+            "trace_id": trace.trace_id,
+            "example_id": trace.example.example_id,
+            "scores": {name: _round(s) for name, s in scores.items()},
+        }
+        if j.claims:  # the verdicts behind faithfulness (diagnosis evidence reads them)
+            row["claims"] = [{"claim": c.claim, "verdict": c.verdict} for c in j.claims]
+        rows.append(row)
     names = list(dict.fromkeys(n for r in rows for n in r["scores"]))
     metrics: dict[str, Any] = {}
     for i, name in enumerate(names):

@@ -90,53 +90,58 @@ def _numbered(items: list[str]) -> str:
 class LLMTraceJudge:
     """LLM implementation of :class:`~ragtriage.metrics.TraceJudge` (two calls a trace)."""
 
+    #: waits on an endpoint: ``evaluate_answers`` embeds meanwhile
+    io_bound = True
+
     def __init__(self, runner: LLMRunner, *, max_tokens: int = 768) -> None:
         self.runner = runner
         self.max_tokens = max_tokens
         self.name = llm_judge_name(runner)
 
     def requests(self, trace: Trace) -> tuple[ChatRequest | None, ChatRequest | None]:
+        return self.answer_request(trace), self.context_request(trace)
+
+    def answer_request(self, trace: Trace) -> ChatRequest | None:
+        """Claims, verdicts, reverse question and non-committal flag (``None``: no answer)."""
+        from ragtriage.llm import ChatRequest
+
+        answer = trace.answer.strip()
+        if not answer:
+            return None
+        ctx = context_texts(trace)
+        return ChatRequest.of(
+            _ANSWER_SYSTEM,
+            f"Question: {trace.example.query}\n\nContext:\n{_numbered(ctx)}\n\nAnswer: {answer}",
+            json_schema=ANSWER_SCHEMA,
+            max_tokens=self.max_tokens,
+        )
+
+    def context_request(self, trace: Trace) -> ChatRequest | None:
+        """Chunk relevance and reference attribution (``None``: no context)."""
         from ragtriage.llm import ChatRequest
 
         ctx = context_texts(trace)
-        answer = trace.answer.strip()
-        q = trace.example.query
-        answer_req = (
-            ChatRequest.of(
-                _ANSWER_SYSTEM,
-                f"Question: {q}\n\nContext:\n{_numbered(ctx)}\n\nAnswer: {answer}",
-                json_schema=ANSWER_SCHEMA,
-                max_tokens=self.max_tokens,
-            )
-            if answer
-            else None
-        )
+        if not ctx:
+            return None
         ref = reference_sentences(trace)
-        ctx_req = (
-            ChatRequest.of(
-                _CONTEXT_SYSTEM,
-                f"Question: {q}\n\nReference answer sentences:\n{_numbered(ref)}\n\n"
-                f"Chunks:\n{_numbered(ctx)}",
-                json_schema=CONTEXT_SCHEMA,
-                max_tokens=self.max_tokens,
-            )
-            if ctx
-            else None
+        return ChatRequest.of(
+            _CONTEXT_SYSTEM,
+            f"Question: {trace.example.query}\n\nReference answer sentences:\n{_numbered(ref)}"
+            f"\n\nChunks:\n{_numbered(ctx)}",
+            json_schema=CONTEXT_SCHEMA,
+            max_tokens=self.max_tokens,
         )
-        return answer_req, ctx_req
 
     async def ajudge_many(self, traces: list[Trace]) -> list[TraceJudgements]:
-        reqs = [self.requests(t) for t in traces]
-
-        async def one(r: ChatRequest | None, purpose: str) -> Completion | LLMFailure | None:
+        async def one(trace: Trace, which: int) -> Completion | LLMFailure | None:
+            # built in the task: the first request is sent before the last is built
+            r = self.answer_request(trace) if which == 0 else self.context_request(trace)
+            purpose = ("metrics_answer", "metrics_context")[which]
             return None if r is None else await self.runner.try_complete(r, purpose=purpose)
 
         # every request of every trace in flight at once (the runner bounds concurrency)
-        outs = await asyncio.gather(
-            *(one(a, "metrics_answer") for a, _ in reqs),
-            *(one(c, "metrics_context") for _, c in reqs),
-        )
-        answers, contexts = outs[: len(reqs)], outs[len(reqs) :]
+        outs = await asyncio.gather(*(one(t, 0) for t in traces), *(one(t, 1) for t in traces))
+        answers, contexts = outs[: len(traces)], outs[len(traces) :]
         return [
             self._judgements(t, a, c) for t, a, c in zip(traces, answers, contexts, strict=True)
         ]

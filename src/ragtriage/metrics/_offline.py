@@ -3,9 +3,9 @@ words, ZH characters) with a number check — no model, deterministic.
 
 A claim is *supported* when most of its content tokens occur in the context and every
 number it states does; *contradicted* when it overlaps the context but states a number the
-context does not have; otherwise *not supported*. Answer relevancy has no reverse
-question offline: the answer itself stands in (an approximation, labelled by the judge
-name ``offline``).
+context does not have; otherwise *not supported*. Answer relevancy's reverse questions
+come from rules (:mod:`ragtriage.metrics._reverse`): the answer's main claim turned into
+wh-questions by the type of its answer slot (number, date, person, other; EN and ZH).
 """
 
 from __future__ import annotations
@@ -14,8 +14,14 @@ import re
 from typing import Final
 
 from ragtriage.diagnosis.answer_styles import declining_sentence
-from ragtriage.metrics._context import answer_claims, context_texts, reference_sentences
+from ragtriage.metrics._context import (
+    CITATION,
+    answer_claims,
+    context_texts,
+    reference_sentences,
+)
 from ragtriage.metrics._judgements import ClaimVerdict, TraceJudgements, Verdict
+from ragtriage.metrics._reverse import reverse_questions
 from ragtriage.records import Trace
 from ragtriage.text import content_tokens, nfkc
 
@@ -37,6 +43,7 @@ def _recall(tokens: list[str], pool: set[str]) -> float | None:
 
 
 def claim_verdict(claim: str, context: str) -> Verdict:
+    claim = CITATION.sub(" ", claim)  # "[1]" cites a chunk: not a number the claim states
     pool = set(content_tokens(context))
     rec = _recall(content_tokens(claim), pool) or 0.0
     missing_numbers = _numbers(claim) - _numbers(context)
@@ -83,6 +90,13 @@ class OfflineJudge:
             if gt and ctx
             else None
         )
+        noncommittal = declining_sentence(answer) if answer else None
+        questions = reverse_questions(answer) if answer else ()
+        questions_reason = None
+        if not answer:
+            questions_reason = "empty answer"
+        elif not questions and not noncommittal:
+            questions_reason = "no claim to turn into a question"
         return TraceJudgements(
             judge=self.name,
             claims=claims,
@@ -93,9 +107,9 @@ class OfflineJudge:
             gt_reason=None
             if gt_attr is not None
             else ("no ground-truth answer" if not gt else "no context chunks"),
-            questions=(answer,) if answer else None,
-            noncommittal=declining_sentence(answer) if answer else None,
-            questions_reason=None if answer else "empty answer",
+            questions=questions if questions or noncommittal else None,
+            noncommittal=noncommittal,
+            questions_reason=questions_reason,
         )
 
     def judge_many(self, traces: list[Trace]) -> list[TraceJudgements]:

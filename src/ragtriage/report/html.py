@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +25,7 @@ from ragtriage.report.terminal import headline
 
 if TYPE_CHECKING:
     from ragtriage.calibrate.agreement import AgreementReport
+    from ragtriage.report.metrics_view import RunMetrics
 
 __all__ = [
     "ChunkView",
@@ -74,6 +75,12 @@ class ExampleView:
     context: list[ChunkView] = field(default_factory=list)
     dropped_by_reranker: list[ChunkView] = field(default_factory=list)
     dropped_by_budget: list[ChunkView] = field(default_factory=list)
+    #: evaluation metrics of the example (``ragtriage evaluate``), ``None`` = undetermined
+    metrics: list[tuple[str, float | None]] = field(default_factory=list)
+
+    @property
+    def faithfulness(self) -> float | None:
+        return next((v for m, v in self.metrics if m == "faithfulness"), None)
 
 
 def _clip(text: str, limit: int) -> tuple[str, int]:
@@ -207,9 +214,14 @@ def _example_view(d: Diagnosis, trace: Trace | None) -> ExampleView:
 
 
 def build_example_views(
-    diagnoses: Sequence[Diagnosis], traces: Sequence[Trace], *, limit: int | None = None
+    diagnoses: Sequence[Diagnosis],
+    traces: Sequence[Trace],
+    *,
+    limit: int | None = None,
+    metrics: RunMetrics | None = None,
 ) -> tuple[list[ExampleView], int]:
-    """Drill-down views of the failing examples (stage order), and how many were left out."""
+    """Drill-down views of the failing examples (stage order; with ``metrics``,
+    faithfulness lowest first, undetermined last), and how many were left out."""
     diags, _ = dedupe_diagnoses(diagnoses)
     by_trace = {t.trace_id: t for t in traces}
     by_example = {t.example.example_id: t for t in traces}
@@ -222,10 +234,15 @@ def build_example_views(
             d.example_id,
         ),
     )
+    if metrics is not None:
+        faith = {d.example_id: metrics.faithfulness(d.example_id) for d in failing}
+        failing.sort(key=lambda d: (faith[d.example_id] is None, faith[d.example_id] or 0.0))
     shown = failing if limit is None or limit <= 0 else failing[:limit]
     views = [
         _example_view(d, by_trace.get(d.trace_id) or by_example.get(d.example_id)) for d in shown
     ]
+    if metrics is not None:
+        views = [replace(v, metrics=metrics.example_values(v.diagnosis.example_id)) for v in views]
     return views, len(failing) - len(shown)
 
 
@@ -315,11 +332,13 @@ def render_html(
     run_info: Mapping[str, str] | None = None,
     max_examples: int | None = DEFAULT_MAX_EXAMPLES,
     agreement: AgreementReport | None = None,
+    metrics: RunMetrics | None = None,
 ) -> str:
     """The report page as one string (UTF-8 text, no external references); with
     ``agreement`` (human labels) it also shows the agreement summary and the
-    reliability table of the confidence."""
-    views, omitted = build_example_views(diagnoses, traces, limit=max_examples)
+    reliability table of the confidence; with ``metrics`` (``ragtriage evaluate``) the
+    metric means with CIs and the failing examples sorted by faithfulness."""
+    views, omitted = build_example_views(diagnoses, traces, limit=max_examples, metrics=metrics)
     template = _environment().get_template("report.html.j2")
     return template.render(
         title=title,
@@ -333,6 +352,7 @@ def render_html(
         error_types=[(t.value, ERROR_TYPE_NAMES[t]) for t in ErrorType],
         type_names={t.value: ERROR_TYPE_NAMES[t] for t in ErrorType},
         agreement=agreement,
+        metrics=metrics,
     )
 
 
@@ -346,6 +366,7 @@ def write_html(
     run_info: Mapping[str, str] | None = None,
     max_examples: int | None = DEFAULT_MAX_EXAMPLES,
     agreement: AgreementReport | None = None,
+    metrics: RunMetrics | None = None,
 ) -> None:
     """Render and write the report atomically."""
     atomic_write_text(
@@ -358,5 +379,6 @@ def write_html(
             run_info=run_info,
             max_examples=max_examples,
             agreement=agreement,
+            metrics=metrics,
         ),
     )

@@ -17,6 +17,8 @@ from ragtriage.report.compare import Comparison
 if TYPE_CHECKING:
     from ragtriage.calibrate.agreement import AgreementReport, Confusion, KappaResult
     from ragtriage.metrics.calibration import Reliability
+    from ragtriage.records import Diagnosis
+    from ragtriage.report.metrics_view import RunMetrics
     from ragtriage.store import RunInfo, TrendRow
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "render_agreement",
     "render_comparison",
     "render_headline",
+    "render_metrics",
     "render_reliability",
     "render_runs",
     "render_summary",
@@ -468,3 +471,48 @@ def render_agreement(report: AgreementReport, console: Console) -> None:
     render_reliability(
         r.mode_reliability, "Reliability: mode frequency vs modal type right", console
     )
+
+
+def render_metrics(
+    metrics: RunMetrics, diagnoses: Sequence[Diagnosis], console: Console, n: int = 10
+) -> None:
+    """The evaluation metrics next to the diagnosis: means with 95 % CIs, then the
+    failing examples with the lowest faithfulness, with their stage and type."""
+    from ragtriage.report.metrics_view import lowest_faithfulness
+
+    if metrics.rows:
+        table = Table(
+            title=f"Evaluation metrics ({metrics.judge or 'unknown'} judge)", title_justify="left"
+        )
+        for col in ("metric", "mean", "95% CI", "n", "undetermined"):
+            table.add_column(col, justify="left" if col == "metric" else "right")
+        for r in metrics.rows:
+            table.add_row(
+                r.name,
+                fmt_float(r.mean),
+                f"{r.ci95[0]:.3f}–{r.ci95[1]:.3f}" if r.ci95 else "n/a",
+                fmt_int(r.n),
+                fmt_int(r.undetermined),
+            )
+        console.print(table)
+    low = lowest_faithfulness(diagnoses, metrics, n)
+    if not low:
+        return
+    table = Table(title="Failing examples by faithfulness (lowest first)", title_justify="left")
+    for col in ("example", "faithfulness", "stage", "type", "other metrics"):
+        table.add_column(col, justify="right" if col == "faithfulness" else "left")
+    for d, f in low:
+        others = ", ".join(
+            f"{m} {fmt_float(v, 2)}"
+            for m, v in metrics.example_values(d.example_id)
+            if m != "faithfulness"
+        )
+        table.add_row(
+            escape(d.example_id),
+            f"{f:.2f}",
+            d.stage.value if d.stage else "undetermined",
+            f"{d.error_type.value} {d.error_type.title}" if d.error_type else "-",
+            others,
+        )
+    console.print(table)
+    console.print(f"metrics from {escape(metrics.source)}", highlight=False)
