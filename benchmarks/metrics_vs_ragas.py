@@ -15,7 +15,7 @@ Where the wall time went (cProfile of the judge phase, server in a process): the
 SDK's request pipeline took ~80 % of the client CPU per call (``_build_request`` ~40 %);
 with 16 calls in flight their replies arrive together and are handled one after the
 other, so that CPU delays each slot's next request (p50 call latency 217-227 ms for a
-200 ms server). The ``direct`` transport (``llm.http_transport: auto`` with aiohttp)
+200 ms server). The ``direct`` transport (``llm.http_transport: direct``, opt-in)
 posts the same JSON without the SDK models: client CPU 0.27 s -> 0.09-0.10 s per 200
 calls. Cache writes (SQLite WAL, synchronous=NORMAL: no fsync per commit) measured
 0.06 ms per call; the requests are now built inside their tasks, so the first is sent
@@ -163,7 +163,7 @@ def main() -> None:
     parser.add_argument("--hash-embedder", action="store_true", help="skip the bundled MiniLM")
     parser.add_argument("--server", choices=("process", "thread"), default="process")
     parser.add_argument(
-        "--transport", choices=("auto", "direct", "aiohttp", "httpx"), default="auto"
+        "--transport", choices=("auto", "direct", "aiohttp", "httpx"), default="direct"
     )
     args = parser.parse_args()
     traces = [_sample(i) for i in range(args.samples)]

@@ -79,7 +79,7 @@ class LLMConfig(_Cfg):
             "HTTP transport: direct (chat calls posted with aiohttp, without the openai "
             "SDK's request models: a quarter of its client CPU), or the SDK over aiohttp "
             "(about half the CPU of httpx, the SDK's documented option for concurrency) or "
-            "httpx; auto = direct when aiohttp is installed."
+            "httpx; auto = the SDK over aiohttp when installed, else over httpx."
         ),
     )
     price_per_1k_prompt: float = 0.0

@@ -103,7 +103,7 @@ def _tls_context() -> ssl.SSLContext:
 
 
 def _direct(config: LLMConfig) -> bool:
-    """Whether chat calls skip the SDK (``direct``, or ``auto`` with aiohttp)."""
+    """Whether chat calls skip the SDK (``direct`` only)."""
     if config.http_transport == "direct":
         if not aiohttp_available():
             raise ConfigError(
@@ -112,7 +112,9 @@ def _direct(config: LLMConfig) -> bool:
                 field="llm.http_transport",
             )
         return True
-    return config.http_transport == "auto" and aiohttp_available()
+    # ``auto`` keeps the SDK (its retries, auth and API changes come with it); ``direct``
+    # is an opt-in for bulk judging where the SDK's client CPU shows
+    return False
 
 
 def _http_client(config: LLMConfig) -> Any:
