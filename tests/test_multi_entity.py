@@ -355,3 +355,62 @@ def test_evidence_in_context_without_its_subject_and_declined_is_chunking(
     call = stage_from_parts(trace, ["a_1", "b_1"])
     assert call is not None and call.stage is Stage.CHUNKING, call
     assert "declines" in call.reason
+
+
+TIMELINE = {
+    "en": (
+        "What did Acme do in 2021?",
+        (
+            "Acme Corp annual report 2021.",
+            "In March 2021 Acme opened a plant in Oslo.",
+            "In June 2021 Acme hired 300 staff.",
+            "In October 2021 Acme acquired Beta Ltd for USD 40 million.",
+        ),
+        ("plant March 2021", "hired 300 June 2021", "Beta Ltd USD 40 million"),
+        "Acme opened a plant in Oslo in March 2021, hired 300 staff in June 2021 and "
+        "acquired Beta Ltd for USD 25 million.",
+    ),
+    "zh": (
+        "远航公司2021年做了哪些事？",
+        (
+            "远航公司2021年年度报告。",
+            "2021年3月，远航公司在杭州开设工厂。",
+            "2021年6月，远航公司招聘了300名员工。",
+            "2021年10月，远航公司以4000万元收购了贝塔公司。",
+        ),
+        ("3月开设工厂", "6月招聘300名员工", "收购贝塔公司4000万元"),
+        "远航公司2021年3月在杭州开设工厂，6月招聘了300名员工，并以2500万元收购了贝塔公司。",
+    ),
+}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+async def test_a_wrong_value_for_a_fact_the_generator_never_saw_is_upstream(lang: str) -> None:
+    # two of three GT chunks reached the generator (share 0.67 > 0.5), but the one that
+    # holds the acquisition price (a_3) was never retrieved: the answer's wrong price is
+    # a fact the generator never saw (retrieval, not generation)
+    query, docs, keypoints, reply = TIMELINE[lang]
+    chunks = doc_chunks("a", docs)
+    doc_of = {c.chunk_id: c.doc_id for c in chunks}
+    ex = Example(
+        example_id="q",
+        query=query,
+        answer=" ".join(docs[1:]),
+        doc_ids=["a"],
+        references=list(docs[1:]),
+        keypoints=list(keypoints),
+    )
+    trace = Trace(
+        trace_id="t",
+        run_id="r",
+        example=ex,
+        gt_doc_chunks=chunks,
+        retrieved=hits(["a_1", "a_2", "a_0"], doc_of),
+        reranked=hits(["a_1", "a_2"], doc_of),
+        context=["a_1", "a_2"],
+        answer=reply,
+    )
+    d = await Diagnoser("rules").diagnose(trace)
+    assert d.answer_label is AnswerLabel.INCORRECT and d.answer_rule == "value_conflict", d
+    assert d.stage is Stage.RETRIEVAL, d.stage_reason
+    assert "never retrieved" in d.stage_reason

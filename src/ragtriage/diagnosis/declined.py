@@ -12,7 +12,7 @@ figure of several.
 
 | step | rule |
 |---|---|
-| when | the answer evaluation's rule is ``partial_abstention`` and more than ``generator_gt_share`` of the GT chunks reached the generator (below it the cascade already looks upstream) |
+| when | the answer evaluation's rule is ``partial_abstention``, or a wrong value in a ground-truth fact's place (``value_conflict``, ``entity_value``, ``slot_conflict``), and more than ``generator_gt_share`` of the GT chunks reached the generator (below it the cascade already looks upstream) |
 | missing facts | the ground truth's keypoints the answer does not state, else its statements it does not make |
 | holders | the GT-document chunks that hold a missing fact (all its numbers, half its words) |
 | decision | a missing fact held in the context: generation (``None``); else reranking when a holder was retrieved, retrieval when none was; facts no chunk holds are skipped |
@@ -28,6 +28,12 @@ from ragtriage.records import Stage, Trace
 __all__ = ["stage_from_declined"]
 
 
+#: answer-evaluation rules for an answer that lacks a ground-truth fact: it declines it
+#: (partial abstention) or puts another value in its place -- either way, a generator that
+#: never saw the fact's evidence could not have stated it
+_UNSEEN_RULES = frozenset({"partial_abstention", "value_conflict", "entity_value", "slot_conflict"})
+
+
 def _holds(fact: str, text: str, *, keypoint: bool) -> bool:
     if keypoint:
         return states_keypoint(fact, text)
@@ -40,7 +46,7 @@ def stage_from_declined(
     """Reranking or retrieval when the facts a partially abstaining answer leaves out
     were held only by chunks that never reached the generator; ``None`` otherwise (see
     the module table)."""
-    if answer_rule != "partial_abstention" or not config.entity_extension or not flow.gt_ids:
+    if answer_rule not in _UNSEEN_RULES or not config.entity_extension or not flow.gt_ids:
         return None
     if len(flow.in_context) / len(flow.gt_ids) <= config.generator_gt_share:
         return None
