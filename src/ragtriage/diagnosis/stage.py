@@ -269,15 +269,20 @@ def _named_in_context(trace: Trace, f: PartFlow) -> bool:
 
 def _named_sibling_retrieved(trace: Trace, f: PartFlow, unnamed: frozenset[str]) -> bool:
     """A chunk of the same document as one of ``f``'s unnamed GT chunks, naming the
-    entity, was retrieved: the document was reachable, its anonymous chunk was not (a
-    query that missed the whole document is a retrieval failure)."""
+    entity, was retrieved, and no chunk of it that does not name the entity was: the
+    document was reachable, its anonymous chunks were not (a query that missed the whole
+    document, or that found another anonymous chunk of it, is a retrieval failure)."""
     cm = trace.chunk_map()
     docs = {cm[c].doc_id for c in f.gt_chunks if c in unnamed and c in cm}
+    named = False
     for h in trace.retrieved:
         c = cm.get(h.chunk_id)
-        if c is not None and c.doc_id in docs and mentions_part(f.part, c.text):
-            return True
-    return False
+        if c is None or c.doc_id not in docs:
+            continue
+        if not _names_loosely(f.part.text, c.text):
+            return False
+        named = True
+    return named
 
 
 def _subject_lost_in_context(
