@@ -26,11 +26,12 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import pairwise
 from statistics import median
 from types import MappingProxyType
+from typing import TypeVar
 
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis._context import CaseContext, TypeEvidence
@@ -894,7 +895,7 @@ class _Gen:
     @cached_property
     def ctx_support(self) -> Support:
         """The answer's content against the context (and the query it may restate)."""
-        return content_support(self.answer, [self.context, self.query])
+        return content_support(self.answer, [*self.context_chunks, self.query])
 
     @cached_property
     def ans_ctx(self) -> float:
@@ -906,7 +907,7 @@ class _Gen:
         """The answer's content against everything it may legitimately rest on:
         context, query and ground truth (content that is true is not fabricated)."""
         gt_text = " ".join([self.gt, *self.ctx.trace.example.keypoints])
-        return content_support(self.answer, [self.context, self.query, gt_text])
+        return content_support(self.answer, [*self.context_chunks, self.query, gt_text])
 
     @cached_property
     def gt_ctx(self) -> float:
@@ -996,7 +997,9 @@ class _Gen:
 
     @cached_property
     def c_quants(self) -> list[Quantity]:
-        return extract_quantities(self.context)
+        # chunk by chunk (each chunk's facts are cached across traces), offsets moved to
+        # the joined context (chunks joined by one newline, as context_text joins them)
+        return _joined(self.context_chunks, extract_quantities)
 
     @cached_property
     def q_dates(self) -> list[DateMention]:
@@ -1018,7 +1021,7 @@ class _Gen:
 
     @cached_property
     def c_dates(self) -> list[DateMention]:
-        return extract_dates(self.context)
+        return _joined(self.context_chunks, extract_dates)
 
     @cached_property
     def q_ents(self) -> list[str]:
@@ -1126,6 +1129,22 @@ _SOURCE_LABELS = frozenset(
     "doc docs document documents passage passages source sources chunk chunks excerpt "
     "excerpts context contexts reference references 文档 文件 资料 段落 片段 来源".split()
 )
+
+
+_Span = TypeVar("_Span", Quantity, DateMention)
+
+
+def _joined(texts: Sequence[str], extract: Callable[[str], list[_Span]]) -> list[_Span]:
+    """``extract("\n".join(texts))`` from each text's own extraction (which the fact
+    extractors cache): a number or date never spans the newline between two chunks."""
+    out: list[_Span] = []
+    pos = 0
+    for t in texts:
+        out.extend(
+            replace(x, start=x.start + pos, end=x.end + pos) if pos else x for x in extract(t)
+        )
+        pos += len(t) + 1
+    return out
 
 
 def _verbatim(name: str, text: str) -> bool:
