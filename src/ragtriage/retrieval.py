@@ -230,15 +230,15 @@ class IndexedRetriever(BatchRetriever):
         if mode == "dense":
             return self.dense.search(qvec, top_k, mask)
         assert self.bm25 is not None
-        lex_scores = self.bm25.scores(query)
-        if mode == "hybrid_weighted":  # min-max needs every dense score: exact
+        if mode == "hybrid_weighted":  # min-max needs every score: exact, full vectors
             dense_scores = self.dense.scores(qvec)
+            lex_scores = self.bm25.scores(query)
             fused = weighted_fusion(dense_scores, lex_scores, self.cfg.text_weight, mask)
             return [(int(i), float(fused[i])) for i in top_k_indices(fused, top_k, mask)]
         depth = max(top_k, RRF_DEPTH)
         dense_rank = [i for i, _ in self.dense.search(qvec, depth, mask)]
-        keep = lex_scores > 0 if mask is None else (lex_scores > 0) & mask
-        lex_rank = [int(i) for i in top_k_indices(lex_scores, depth, keep)]
+        # exact BM25 top-depth (positive scores, in the mask) without scoring every row
+        lex_rank = [i for i, _ in self.bm25.search(query, depth, mask)]
         fused_map = rrf([dense_rank, lex_rank], k=self.cfg.rrf_k)
         ordered = sorted(fused_map.items(), key=lambda kv: (-kv[1], kv[0]))
         return ordered[:top_k]
