@@ -138,27 +138,44 @@ class ImpactPostings:
             out[rows] += vals
         return out
 
-    def _exact(self, cand: npt.NDArray[np.integer], terms: IntArray) -> FloatArray:
-        """Exact scores of the sorted rows ``cand`` (same float32 sums as :meth:`scores`)."""
-        if cand.shape[0] * 4 > self.num_docs:  # most rows: one scatter pass is cheaper
-            full: FloatArray = self.scores(terms)[cand]
-            return full
+    def _lookup(
+        self, term: int, cand: npt.NDArray[np.integer], scratch: list[FloatArray]
+    ) -> FloatArray:
+        """``term``'s impact for each of the sorted rows ``cand`` (0 where absent). Binary
+        search for few rows; for many, a scatter into a zeroed row-sized array and a
+        gather (linear in postings + rows), the array reset afterwards for reuse."""
+        rows, vals = self._postings(term)
+        n = cand.shape[0]
+        if rows.size == 0 or n == 0:
+            return np.zeros(n, dtype=np.float32)
+        if n * max(1, int(rows.shape[0]).bit_length()) <= 2 * (rows.shape[0] + n):
+            pos = np.searchsorted(rows, cand)
+            np.minimum(pos, rows.shape[0] - 1, out=pos)
+            return np.where(rows[pos] == cand, vals[pos], np.float32(0.0))
+        if not scratch:
+            scratch.append(np.zeros(self.num_docs, dtype=np.float32))
+        dense = scratch[0]
+        dense[rows] = vals
+        out: FloatArray = dense[cand]
+        dense[rows] = 0.0
+        return out
+
+    def _exact(
+        self,
+        cand: npt.NDArray[np.integer],
+        terms: IntArray,
+        scratch: list[FloatArray],
+        known: dict[int, FloatArray] | None = None,
+    ) -> FloatArray:
+        """Exact scores of the sorted rows ``cand``: every term's impact added in query
+        order in float32, the same sums as :meth:`scores`. ``known`` holds terms'
+        impacts for ``cand`` already looked up."""
+        contrib = dict(known or {})
         acc = np.zeros(cand.shape[0], dtype=np.float32)
-        if cand.size == 0:
-            return acc
-        contrib: dict[int, FloatArray] = {}
-        for t in terms:
-            key = int(t)
-            if key not in contrib:
-                rows, vals = self._postings(key)
-                if rows.size == 0:
-                    c = np.zeros(cand.shape[0], dtype=np.float32)
-                else:
-                    pos = np.searchsorted(rows, cand)
-                    np.minimum(pos, rows.shape[0] - 1, out=pos)
-                    c = np.where(rows[pos] == cand, vals[pos], np.float32(0.0))
-                contrib[key] = c.astype(np.float32, copy=False)
-            acc += contrib[key]
+        for t in terms.tolist():
+            if t not in contrib:
+                contrib[t] = self._lookup(t, cand, scratch)
+            acc += contrib[t]
         return acc
 
     def _union(
@@ -203,42 +220,37 @@ class ImpactPostings:
         reach = np.cumsum(lengths)  # postings read with the first j terms essential
         # rest[j] = bound of the terms after the first j (the non-essential ones)
         rest = np.concatenate([np.cumsum(bound[::-1])[::-1], [0.0]])
+        counts = counts[order]
+        scratch: list[FloatArray] = []  # a zeroed row-sized array, made on first need
         j = 1
         while True:
             if reach[j - 1] * 2 > self.num_docs:
                 return self._full_top_k(q, k, mask)  # no pruning left worth its overhead
             cand = self._union(uniq[:j], mask)
             if j == uniq.shape[0]:
-                break  # every document with a positive score is a candidate
+                return self._pairs(cand, self._exact(cand, q, scratch), k)  # all positive
             if cand.shape[0] < k:
                 j += 1
                 continue
             # lower bounds: the essential terms' part of each candidate's score
-            part = self._partial(cand, uniq[:j], counts[order][:j])
-            best = np.argpartition(-part, k - 1)[:k]
+            known = {int(t): self._lookup(int(t), cand, scratch) for t in uniq[:j]}
+            part = np.zeros(cand.shape[0], dtype=np.float64)
+            for t, c in zip(uniq[:j].tolist(), counts[:j].tolist(), strict=True):
+                part += known[t] * c
+            best = np.sort(np.argpartition(-part, k - 1)[:k])
             # those k candidates' exact scores: a tighter bound, for k lookups per term
-            theta = float(self._partial(cand[np.sort(best)], uniq, counts[order]).min())
+            theta = float(self._exact(cand[best], q, scratch).min()) * (1.0 - MARGIN)
+            theta = max(theta, float(part[best].min()))
             safe = np.flatnonzero(rest * (1.0 + MARGIN) < theta)
             need = int(safe[0]) if safe.size else uniq.shape[0]
             if need > j:
                 j = need
                 continue
             # k candidates score >= theta; one whose bound stays below cannot be in the top
-            cand = cand[(part + rest[j]) * (1.0 + MARGIN) >= theta]
-            break
-        return self._pairs(cand, self._exact(cand, q), k)
-
-    def _partial(
-        self, cand: npt.NDArray[np.integer], terms: IntArray, counts: npt.NDArray[np.float64]
-    ) -> npt.NDArray[np.float64]:
-        """Sum (float64) of ``terms``' impacts (times their counts) for the rows ``cand``."""
-        acc = np.zeros(cand.shape[0], dtype=np.float64)
-        for t, c in zip(terms.tolist(), counts.tolist(), strict=True):
-            rows, vals = self._postings(t)
-            pos = np.searchsorted(rows, cand)
-            np.minimum(pos, rows.shape[0] - 1, out=pos)
-            acc += np.where(rows[pos] == cand, vals[pos], np.float32(0.0)) * c
-        return acc
+            keep = np.flatnonzero((part + rest[j]) * (1.0 + MARGIN) >= theta)
+            cand = cand[keep]
+            known = {t: v[keep] for t, v in known.items()}
+            return self._pairs(cand, self._exact(cand, q, scratch, known), k)
 
     @staticmethod
     def _pairs(cand: npt.NDArray[np.integer], sc: FloatArray, k: int) -> list[tuple[int, float]]:
