@@ -182,20 +182,20 @@ def test_unsorted_postings_and_non_positive_impacts() -> None:
         ImpactPostings([0, 2], np.array([1, 1], dtype=np.int32), data[:2], 3)
 
 
-def _old_rank(r: IndexedRetriever, query: str, k: int) -> list[str]:
+def _old_rank(r: IndexedRetriever, query: str, k: int) -> list[tuple[str, float]]:
     """Hybrid retrieval as before impact postings: full BM25 score vector for both
-    fusions."""
+    fusions, RRF through the dict of :func:`rrf`."""
     assert r.bm25 is not None and r.dense is not None and r.embedder is not None
     lex = np.asarray(r.bm25._model.get_scores_from_ids(r.bm25._term_ids(query)), np.float32)
     qv = r.embedder.embed([query])[0]
     if r.cfg.mode == "hybrid_weighted":
         fused = weighted_fusion(r.dense.scores(qv), lex, r.cfg.text_weight)
-        return [r.table.chunk_ids[i] for i in top_k_indices(fused, k)]
+        return [(r.table.chunk_ids[i], float(fused[i])) for i in top_k_indices(fused, k)]
     dense_rank = [i for i, _ in r.dense.search(qv, max(k, RRF_DEPTH))]
     lex_rank = [int(i) for i in top_k_indices(lex, max(k, RRF_DEPTH), lex > 0)]
     fused_map = rrf([dense_rank, lex_rank], k=r.cfg.rrf_k)
     ordered = sorted(fused_map.items(), key=lambda kv: (-kv[1], kv[0]))
-    return [r.table.chunk_ids[i] for i, _ in ordered[:k]]
+    return [(r.table.chunk_ids[i], s) for i, s in ordered[:k]]
 
 
 @pytest.mark.parametrize("mode", ["hybrid_rrf", "hybrid_weighted"])
@@ -206,5 +206,5 @@ def test_hybrid_top10_identical_to_before(mode: str) -> None:
     emb = HashEmbedder(128)
     r = build_retriever(RetrievalConfig(mode=mode), chunks, emb)  # type: ignore[arg-type]
     for ex in ds.examples:
-        got = [h.chunk_id for h in r.retrieve(ex.query, 10)]
+        got = [(h.chunk_id, h.score) for h in r.retrieve(ex.query, 10)]
         assert got == _old_rank(r, ex.query, 10), ex.query

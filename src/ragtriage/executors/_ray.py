@@ -1,5 +1,8 @@
 """Diagnose traces on a Ray cluster (extra ``.[ray]``): ``--executor ray[:ADDRESS]``.
 
+:func:`ray_map` is the one dispatcher behind ``diagnose``, ``calibrate``, ``run`` and
+``evaluate`` on Ray (the last two in :mod:`ragtriage.executors._run`).
+
 The traces are cut into batches (``batch_size`` traces, compact JSON) and each batch
 is one Ray task that rebuilds the rules diagnoser from its strategy and config and
 returns the diagnoses as JSON lines. At most ``2 x cluster CPUs`` batches are in
