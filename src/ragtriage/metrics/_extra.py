@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ragtriage.embedding import Embedder
-from ragtriage.llm import LLMRunner
 from ragtriage.metrics._geval import DEFAULT_RUBRICS, g_eval_llm, g_eval_offline, load_rubrics
 from ragtriage.metrics._judgements import MetricScore
 from ragtriage.metrics._selfcheck import sample_answers, samples_of, selfcheck
 from ragtriage.records import Trace
+
+if TYPE_CHECKING:  # the SDK is imported by the commands that call an LLM
+    from ragtriage.llm import LLMRunner
 
 __all__ = ["extra_scores"]
 
