@@ -3,6 +3,8 @@
     .venv/bin/python benchmarks/scale.py diagnose --traces 20000        # (a) + memory
     .venv/bin/python benchmarks/scale.py index --chunks 100000          # (b) + memory
     .venv/bin/python benchmarks/scale.py index --chunks 20000 --skip-pg # quicker
+    nice -n 10 .venv/bin/python benchmarks/scale.py index --chunks 1000000 --skip-pg \
+        --modes dense bm25 hybrid_rrf                                   # 1M: ~30+ min
 
 (a) ``diagnose``: rules diagnosis of N long real-style traces
     (``benchmarks/diagnose_rules.py --real``: ~300-word chain-of-thought answers, full GT
@@ -13,6 +15,10 @@
     of dense and hybrid-RRF retrieval for the in-process exact index, the in-process
     HNSW graph (faiss) and pgvector (embedded server; exact sequential scan and HNSW),
     with recall@10 of the approximate ones against exact.
+    Every index is built once and shared by the modes (the HNSW graph is added after
+    the exact measurements). The lexical top-100 of the impact postings (MaxScore) is
+    checked against scoring every row with bm25s as before (``identical lists``), and
+    both are timed.
 (c) memory: peak RSS of this process after each part, and the PostgreSQL table and
     index sizes.
 
@@ -173,6 +179,18 @@ def _recall(got: list[list[str]], want: list[list[str]]) -> float:
     return hits / max(1, sum(len(b) for b in want))
 
 
+def _old_rrf_lexical(bm25: Any, query: str, depth: int) -> list[int]:
+    """The lexical half of hybrid RRF before impact postings: score every row with
+    ``bm25s`` (``np.add.at`` per term), then the top ``depth`` positive rows."""
+    from ragtriage.index.dense import top_k_indices
+
+    ids = bm25._term_ids(query)
+    if not ids:
+        return []
+    s = np.asarray(bm25._model.get_scores_from_ids(ids), dtype=np.float32)
+    return [int(i) for i in top_k_indices(s, depth, s > 0)]
+
+
 def bench_index(
     n: int,
     n_queries: int,
@@ -180,13 +198,19 @@ def bench_index(
     modes: Sequence[str],
     skip_memory: bool = False,
     pg_ann: Sequence[str] = ("exact", "hnsw"),
+    skip_hnsw: bool = False,
 ) -> None:
-    from ragtriage.retrieval import build_retriever
+    from ragtriage.index import BM25Index, DenseIndex, HNSWParams
+    from ragtriage.retrieval import RRF_DEPTH, ChunkTable, IndexedRetriever
 
     dim = 384
     t0 = time.perf_counter()
     chunks, vecs, queries, emb = _corpus(n, dim, n_queries)
-    print(f"built {n} synthetic chunks in {time.perf_counter() - t0:.1f} s", flush=True)
+    print(
+        f"built {n} synthetic chunks in {time.perf_counter() - t0:.1f} s  "
+        f"peak RSS {_rss_mb():.0f} MB  load {_load()}",
+        flush=True,
+    )
     exact_lists: dict[str, list[list[str]]] = {}
 
     def report(name: str, mode: str, build_s: float, r: Any) -> None:
@@ -197,22 +221,59 @@ def bench_index(
         print(
             f"{name:38s} {mode:10s} build {build_s:7.1f} s  p50 {p50:7.2f} ms  "
             f"p95 {p95:7.2f} ms  top-10 overlap with exact {rec:.3f}  "
-            f"peak RSS {_rss_mb():.0f} MB",
+            f"peak RSS {_rss_mb():.0f} MB  load {_load()}",
             flush=True,
         )
 
-    for mode in modes:
+    # one table, one dense matrix, one BM25 index, shared by every mode; the HNSW
+    # graph is added to the same dense index after the exact measurements
+    table = ChunkTable.of(chunks)
+    t0 = time.perf_counter()
+    dense = DenseIndex(vecs)
+    t_dense = time.perf_counter() - t0
+    bm25 = None
+    t_bm25 = 0.0
+    if any(m != "dense" for m in modes):
+        t0 = time.perf_counter()
+        bm25 = BM25Index.from_texts([c.text for c in chunks])
+        t_bm25 = time.perf_counter() - t0
+        print(
+            f"BM25 index (tokenise + bm25s + impact bounds): {t_bm25:.1f} s  "
+            f"peak RSS {_rss_mb():.0f} MB  load {_load()}",
+            flush=True,
+        )
+        # the exact lexical top-100 (hybrid RRF's depth) of the impact postings against
+        # scoring every row as before; equal lists make hybrid RRF identical
+        same = sum(
+            [r for r, _ in bm25.search(q, RRF_DEPTH)] == _old_rrf_lexical(bm25, q, RRF_DEPTH)
+            for q in queries
+        )
+        _, p50, p95 = _latencies(lambda q: _old_rrf_lexical(bm25, q, RRF_DEPTH), queries)
+        print(f"BM25 top-{RRF_DEPTH}, full scoring (before):  p50 {p50:7.2f} ms  p95 {p95:7.2f} ms")
+        _, p50, p95 = _latencies(lambda q: bm25.search(q, RRF_DEPTH), queries)  # type: ignore[union-attr]
+        print(
+            f"BM25 top-{RRF_DEPTH}, impact postings + MaxScore: p50 {p50:7.2f} ms  "
+            f"p95 {p95:7.2f} ms  identical lists: {same}/{len(queries)}",
+            flush=True,
+        )
+
+    def retriever(mode: str) -> IndexedRetriever:
         rcfg = RetrievalConfig(mode=mode, top_k=10)  # type: ignore[arg-type]
-        for name, index in (
-            ("in-process exact", IndexConfig(ann="exact")),
-            ("in-process HNSW", IndexConfig(ann="hnsw")),
-        ):
-            if skip_memory and name != "in-process exact":
-                continue
-            t0 = time.perf_counter()
-            r = build_retriever(rcfg, chunks, emb, vectors=vecs, index=index)  # type: ignore[arg-type]
-            report(name, mode, time.perf_counter() - t0, r)
-            del r
+        return IndexedRetriever(rcfg, table, dense=dense, bm25=bm25, embedder=emb)  # type: ignore[arg-type]
+
+    for mode in modes:
+        build = t_dense + (t_bm25 if mode != "dense" else 0.0)
+        report("in-process exact", mode, build, retriever(mode))
+    if not skip_memory and not skip_hnsw:
+        t0 = time.perf_counter()
+        dense.with_ann(HNSWParams())
+        t_ann = time.perf_counter() - t0
+        print(f"HNSW graph (faiss, M 16, ef_construction 128): {t_ann:.1f} s", flush=True)
+        for mode in modes:
+            if mode == "hybrid_weighted":
+                continue  # min-max needs every dense score: never goes through the graph
+            build = t_dense + t_ann + (t_bm25 if mode != "dense" else 0.0)
+            report("in-process HNSW", mode, build, retriever(mode))
     if skip_pg:
         return
     from ragtriage.pgindex import PgServer, PgVectorRetriever
@@ -262,13 +323,20 @@ def main() -> None:
         "--skip-memory", action="store_true", help="only the exact in-process index (reference)"
     )
     i.add_argument("--pg-ann", nargs="+", default=["exact", "hnsw"], choices=["exact", "hnsw"])
+    i.add_argument("--skip-hnsw", action="store_true", help="no in-process HNSW graph")
     args = ap.parse_args()
     print(f"load average before: {_load()} ({os.cpu_count()} cores, shared)", flush=True)
     if args.part == "diagnose":
         bench_diagnose(args.traces, args.batch_size)
     else:
         bench_index(
-            args.chunks, args.queries, args.skip_pg, args.modes, args.skip_memory, args.pg_ann
+            args.chunks,
+            args.queries,
+            args.skip_pg,
+            args.modes,
+            args.skip_memory,
+            args.pg_ann,
+            args.skip_hnsw,
         )
     print(f"load average after: {_load()}")
 

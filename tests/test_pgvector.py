@@ -197,11 +197,12 @@ def test_bad_dsn_is_a_config_error() -> None:
 
 
 def test_run_demo_with_pgvector_config(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The embedded server is started in .ragtriage/pg under the working directory and
-    stopped when the run ends."""
+    """The issue's command as given (no --out: runs/<config name>); the embedded server
+    is started in .ragtriage/pg under the working directory and stopped when the run
+    ends."""
     home = _pg_home()
     monkeypatch.chdir(home)
-    out = home / "run"
+    out = home / "runs" / "pgvector-hybrid"
     res = CliRunner().invoke(
         app,
         [
@@ -209,8 +210,6 @@ def test_run_demo_with_pgvector_config(monkeypatch: pytest.MonkeyPatch) -> None:
             "--config",
             str(ROOT / "configs" / "pgvector.yaml"),
             "--demo",
-            "--out",
-            str(out),
             "--limit",
             "6",
             "--no-progress",

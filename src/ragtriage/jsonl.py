@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,11 +22,13 @@ from ragtriage.errors import InputError
 __all__ = [
     "DoneScan",
     "append_jsonl",
+    "append_lines",
     "atomic_write_text",
     "drop_records",
     "iter_json_lines",
     "read_done_ids",
     "read_records",
+    "record_json",
     "scan_done_ids",
     "validation_to_input_error",
     "write_jsonl",
@@ -176,6 +178,25 @@ def append_jsonl(path: str | Path, record: BaseModel | dict[str, Any]) -> None:
     p.parent.mkdir(parents=True, exist_ok=True)
     with p.open("a", encoding="utf-8") as fh:
         fh.write(_dump(record) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def record_json(record: BaseModel | dict[str, Any]) -> str:
+    """The one JSON line :func:`append_jsonl` writes for ``record`` (no newline)."""
+    return _dump(record)
+
+
+def append_lines(path: str | Path, lines: Sequence[str]) -> None:
+    """Append complete JSON lines (from :func:`record_json`) in one write, then fsync:
+    a batch lands whole, or a crash leaves a prefix whose torn last line
+    :func:`scan_done_ids` drops."""
+    if not lines:
+        return
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with p.open("a", encoding="utf-8") as fh:
+        fh.write("".join(line + "\n" for line in lines))
         fh.flush()
         os.fsync(fh.fileno())
 

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 from pydantic import JsonValue
@@ -52,6 +52,7 @@ from ragtriage.errors import InputError, StoreError
 from ragtriage.generation import Generation, Generator, make_generator
 from ragtriage.jsonl import (
     append_jsonl,
+    append_lines,
     atomic_write_text,
     drop_records,
     iter_json_lines,
@@ -64,6 +65,9 @@ from ragtriage.rerank import Reranker, make_reranker
 from ragtriage.retrieval import Retriever, open_retriever
 from ragtriage.text import detect_language
 
+if TYPE_CHECKING:
+    from ragtriage.executors import Executor
+
 __all__ = [
     "DERIVED_FILES",
     "MANIFEST_NAME",
@@ -73,6 +77,7 @@ __all__ = [
     "RunSummary",
     "build_manifest",
     "corpus_hash",
+    "needs_llm",
     "run_dataset",
     "stage_timings",
     "trace_id_of",
@@ -202,7 +207,22 @@ def corpus_hash(chunks: Sequence[Chunk]) -> str:
     return h.hexdigest()
 
 
-def _needs_llm(cfg: PipelineConfig) -> bool:
+def _stages(
+    cfg: PipelineConfig, emb: Embedder, runner: LLMRunner | None, model_dir: Path | None
+) -> tuple[QueryTransformer | None, Reranker, Generator]:
+    """Query transformer, reranker and generator of ``cfg`` (checked before indexing)."""
+    llm_model = cfg.llm.with_env().model or ""
+    transformer = make_query_transformer(
+        cfg.query_transform, runner, model=llm_model, seed=cfg.generation.seed
+    )
+    reranker = make_reranker(cfg.rerank, embedder=emb, llm=runner)
+    generator = make_generator(cfg.generation, llm=runner, llm_model=llm_model, model_dir=model_dir)
+    return transformer, reranker, generator
+
+
+def needs_llm(cfg: PipelineConfig) -> bool:
+    """Whether a stage of ``cfg`` calls an LLM endpoint (generation, rerank, query
+    transform)."""
     return (
         cfg.generation.backend == "openai"
         or cfg.rerank.method == "llm"
@@ -279,7 +299,7 @@ class Pipeline:
         # the stages that can fail on configuration come first, before the slow indexing
         emb = embedder if embedder is not None else make_embedder(cfg.embedding)
         runner: LLMRunner | None = None
-        if _needs_llm(cfg) and (llm_client is not None or cfg.llm.with_env().configured):
+        if needs_llm(cfg) and (llm_client is not None or cfg.llm.with_env().configured):
             inner = llm_client if llm_client is not None else client_from_config(cfg.llm)
             runner = LLMRunner.from_config(
                 cfg.llm,
@@ -288,14 +308,7 @@ class Pipeline:
                 use_cache=use_llm_cache,
             )
         try:
-            llm_model = cfg.llm.with_env().model or ""
-            transformer = make_query_transformer(
-                cfg.query_transform, runner, model=llm_model, seed=cfg.generation.seed
-            )
-            reranker = make_reranker(cfg.rerank, embedder=emb, llm=runner)
-            generator = make_generator(
-                cfg.generation, llm=runner, llm_model=llm_model, model_dir=model_dir
-            )
+            transformer, reranker, generator = _stages(cfg, emb, runner, model_dir)
             t0 = time.perf_counter()
             chunks = _chunk_corpus(cfg, dataset, emb)
             t1 = time.perf_counter()
@@ -320,7 +333,38 @@ class Pipeline:
             runner=runner,
         )
 
+    @classmethod
+    def from_index(
+        cls,
+        cfg: PipelineConfig,
+        chunks: Sequence[Chunk],
+        retriever: Retriever,
+        build: BuildInfo,
+        *,
+        embedder: Embedder | None = None,
+        model_dir: Path | None = None,
+    ) -> Pipeline:
+        """A pipeline over an index built elsewhere (a Ray worker rebuilding the driver's
+        pipeline from its saved index). No LLM: stages that need one are a
+        :class:`ConfigError` (:func:`needs_llm`)."""
+        emb = embedder if embedder is not None else make_embedder(cfg.embedding)
+        transformer, reranker, generator = _stages(cfg, emb, None, model_dir)
+        return cls(
+            config=cfg,
+            chunks=chunks,
+            retriever=retriever,
+            reranker=reranker,
+            generator=generator,
+            transformer=transformer,
+            embedder=emb,
+            build=build,
+        )
+
     # -- properties ---------------------------------------------------------------
+
+    @property
+    def retriever(self) -> Retriever:
+        return self._retriever
 
     @property
     def config(self) -> PipelineConfig:
@@ -629,9 +673,15 @@ async def run_dataset(
     progress: bool = True,
     retry_failed: bool = False,
     overwrite: bool = False,
+    executor: Executor | None = None,
+    batch_size: int = 256,
 ) -> RunSummary:
     """Run every example, appending each finished trace to ``out_dir/traces.jsonl``,
     then write ``out_dir/manifest.json`` atomically.
+
+    ``executor`` ``ray[:ADDRESS]`` runs batches of ``batch_size`` examples as Ray tasks
+    (:func:`ragtriage.executors.run_examples_on_ray`) and appends each batch in input
+    order (one write and fsync per batch); ``concurrency`` is then unused.
 
     Resumes: examples already in ``traces.jsonl`` are skipped; ``retry_failed`` reruns
     the ones recorded with an error. A directory holding traces of another config is a
@@ -720,12 +770,31 @@ async def run_dataset(
             ran += 1
             bar.advance(task_id)
 
+    async def on_ray(task_id: TaskID) -> None:
+        nonlocal ran
+        from ragtriage.executors import run_examples_on_ray
+
+        assert executor is not None
+        for lines in run_examples_on_ray(
+            pipeline, todo, run_id=rid, executor=executor, batch_size=batch_size
+        ):
+            append_lines(traces_path, lines)
+            ran += len(lines)
+            bar.advance(task_id, len(lines))
+            await asyncio.sleep(0)  # a cancelled run (Ctrl-C, SIGTERM) stops here
+
     try:
         with bar:
             task_id = bar.add_task(f"run {rid}", total=len(todo_all), completed=skipped)
-            workers = [
-                asyncio.ensure_future(worker(task_id)) for _ in range(min(concurrency, len(todo)))
-            ]
+            if executor is not None and executor.is_ray:
+                if todo:
+                    await on_ray(task_id)
+                workers = []
+            else:
+                workers = [
+                    asyncio.ensure_future(worker(task_id))
+                    for _ in range(min(concurrency, len(todo)))
+                ]
             try:
                 # asyncio.wait (not gather) so that cancelling this run (Ctrl-C) reaches
                 # the finally below at once, which stops and cancels the workers

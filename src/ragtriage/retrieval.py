@@ -39,7 +39,7 @@ from ragtriage.errors import ConfigError, InputError
 from ragtriage.index.ann import HNSWParams, ann_available
 from ragtriage.index.bm25 import BM25Index
 from ragtriage.index.dense import DenseIndex, top_k_indices
-from ragtriage.index.fusion import rrf, weighted_fusion
+from ragtriage.index.fusion import weighted_fusion
 from ragtriage.records import Chunk, Hit
 
 __all__ = [
@@ -148,6 +148,21 @@ class ChunkTable:
         return {"chunk_ids": self.chunk_ids, "doc_ids": self.doc_ids, "metadata": self.metadata}
 
 
+def _rrf_top(rankings: Sequence[Sequence[int]], k: int, top_k: int) -> list[tuple[int, float]]:
+    """The ``top_k`` of :func:`ragtriage.index.rrf` over rankings of distinct rows, best
+    first, ties to the lower row, in numpy: the same float64 sums (each row's terms
+    added in ranking order, starting from 0.0), for less time than a dict and a sort."""
+    parts = [np.asarray(r, dtype=np.int64) for r in rankings]
+    ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    if ids.size == 0:
+        return []
+    weights = np.concatenate([1.0 / (k + np.arange(1, p.shape[0] + 1)) for p in parts])
+    rows, inverse = np.unique(ids, return_inverse=True)
+    fused = np.bincount(inverse, weights=weights, minlength=rows.shape[0])
+    order = np.lexsort((rows, -fused))[:top_k]
+    return [(int(rows[i]), float(fused[i])) for i in order]
+
+
 class BatchRetriever(ABC):
     """A retriever that answers batches; :meth:`retrieve` is a batch of one."""
 
@@ -230,18 +245,16 @@ class IndexedRetriever(BatchRetriever):
         if mode == "dense":
             return self.dense.search(qvec, top_k, mask)
         assert self.bm25 is not None
-        lex_scores = self.bm25.scores(query)
-        if mode == "hybrid_weighted":  # min-max needs every dense score: exact
+        if mode == "hybrid_weighted":  # min-max needs every score: exact, full vectors
             dense_scores = self.dense.scores(qvec)
+            lex_scores = self.bm25.scores(query)
             fused = weighted_fusion(dense_scores, lex_scores, self.cfg.text_weight, mask)
             return [(int(i), float(fused[i])) for i in top_k_indices(fused, top_k, mask)]
         depth = max(top_k, RRF_DEPTH)
         dense_rank = [i for i, _ in self.dense.search(qvec, depth, mask)]
-        keep = lex_scores > 0 if mask is None else (lex_scores > 0) & mask
-        lex_rank = [int(i) for i in top_k_indices(lex_scores, depth, keep)]
-        fused_map = rrf([dense_rank, lex_rank], k=self.cfg.rrf_k)
-        ordered = sorted(fused_map.items(), key=lambda kv: (-kv[1], kv[0]))
-        return ordered[:top_k]
+        # exact BM25 top-depth (positive scores, in the mask) without scoring every row
+        lex_rank = [i for i, _ in self.bm25.search(query, depth, mask)]
+        return _rrf_top([dense_rank, lex_rank], self.cfg.rrf_k, top_k)
 
     def retrieve_many(
         self, queries: Sequence[str], top_k: int, filters: Mapping[str, Any] | None = None

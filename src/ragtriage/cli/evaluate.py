@@ -20,9 +20,9 @@ from ragtriage.errors import InputError
 from ragtriage.jsonl import atomic_write_text
 
 if TYPE_CHECKING:
+    from ragtriage.config import EmbeddingConfig, PipelineConfig
     from ragtriage.embedding import Embedder
-    from ragtriage.llm import LLMRunner
-    from ragtriage.metrics import MetricScore
+    from ragtriage.executors import Executor
     from ragtriage.records import Trace
 
 __all__ = ["register", "write_scores"]
@@ -41,46 +41,50 @@ def write_scores(out: Path, rows: list[dict[str, Any]], aggregate: dict[str, Any
     )
 
 
-def _extra_scores(
+PARTIAL = "scores.partial.jsonl"
+
+
+def _evaluate_on_ray(
     traces: list[Trace],
-    runner: LLMRunner | None,
+    out: Path,
+    emb_cfg: EmbeddingConfig,
     emb: Embedder,
-    *,
+    k: int,
     g_eval: bool,
     rubrics: Path | None,
-    selfcheck_n: int,
     seed: int,
-) -> list[dict[str, MetricScore]]:
-    """g_eval and selfcheck scores per trace (LLM when a runner is given, else offline)."""
-    from ragtriage.metrics import (
-        DEFAULT_RUBRICS,
-        g_eval_llm,
-        g_eval_offline,
-        load_rubrics,
-        sample_answers,
-        samples_of,
-        selfcheck,
-    )
+    resamples: int,
+    cfg: PipelineConfig,
+    executor: Executor,
+    batch_size: int,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Offline-judge rows computed on Ray (resumable), aggregated here."""
+    from ragtriage.executors import score_traces_on_ray
+    from ragtriage.metrics import OfflineJudge, aggregate_rows
 
-    out: list[dict[str, MetricScore]] = [{} for _ in traces]
-    if g_eval:
-        rubs = load_rubrics(rubrics) if rubrics is not None else DEFAULT_RUBRICS
-        ge = (
-            g_eval_llm(traces, rubs, runner)
-            if runner is not None
-            else [g_eval_offline(t, rubs, emb) for t in traces]
-        )
-        for row, more in zip(out, ge, strict=True):
-            row.update(more)
-    sampled = (
-        sample_answers(traces, runner, n=selfcheck_n, seed=seed)
-        if runner is not None and selfcheck_n > 0
-        else [[] for _ in traces]
+    out.mkdir(parents=True, exist_ok=True)
+    rows = score_traces_on_ray(
+        traces,
+        out / PARTIAL,
+        embedding=emb_cfg.model_dump(mode="json"),
+        k=k,
+        g_eval=g_eval,
+        rubrics=rubrics,
+        seed=seed,
+        executor=executor,
+        batch_size=batch_size,
     )
-    for row, t, extra_samples in zip(out, traces, sampled, strict=True):
-        judge = "offline" if not extra_samples else "offline+llm-samples"
-        row.update(selfcheck(t.answer, samples_of(t) + extra_samples, judge))
-    return out
+    aggregate = aggregate_rows(
+        rows,
+        traces,
+        judge=OfflineJudge().name,
+        embedder=getattr(emb, "name", "embedder"),
+        seed=seed,
+        resamples=resamples,
+        price_per_1k_prompt=cfg.llm.price_per_1k_prompt,
+        price_per_1k_completion=cfg.llm.price_per_1k_completion,
+    )
+    return rows, aggregate
 
 
 def _print(aggregate: dict[str, Any], console: Console) -> None:
@@ -167,19 +171,49 @@ def register(app: typer.Typer) -> None:
             help="Sample N answers per trace with the LLM for SelfCheck (0: only samples "
             "the traces carry in metadata.sampled_answers).",
         ),
+        executor: str = typer.Option(
+            "local",
+            "--executor",
+            help="local | ray | ray:ADDRESS (offline judge; extra .[ray]): batches of traces "
+            "as Ray tasks, resumable (scores.partial.jsonl in --out until done).",
+        ),
+        batch_size: int = typer.Option(
+            256, "--batch-size", min=1, help="Traces per Ray task (--executor ray)."
+        ),
     ) -> None:
         """Score answers and contexts: faithfulness, answer relevancy, context precision@k,
         context recall, exact match, F1, ROUGE-L, semantic similarity, latency and cost."""
         from ragtriage.cli.diagnose import _config, _runner
         from ragtriage.cli.eval_retrieval import _read_traces
         from ragtriage.embedding import make_embedder
-        from ragtriage.metrics import LLMTraceJudge, OfflineJudge, TraceJudge, evaluate_answers
+        from ragtriage.metrics import (
+            LLMTraceJudge,
+            OfflineJudge,
+            TraceJudge,
+            evaluate_answers,
+            extra_scores,
+        )
 
         if judge not in JUDGES:
             raise InputError(f"expected one of {', '.join(JUDGES)}", field="--judge")
         cfg = _config(config, base_url, model, None)
         cfg = cfg.model_copy(update={"llm": cfg.llm.with_env()})
         use_llm = judge == "llm" or (judge == "auto" and cfg.llm.configured)
+        from ragtriage.errors import ConfigError
+        from ragtriage.executors import parse_executor
+
+        ex = parse_executor(executor)
+        if ex.is_ray and use_llm:
+            raise ConfigError(
+                "the LLM judge runs on the local executor (one response cache, so no paid "
+                "call is made twice; see docs/scaling.md); --executor ray is for --judge "
+                "offline",
+                field="--executor",
+            )
+        if ex.is_ray and selfcheck_n:
+            raise ConfigError(
+                "--selfcheck samples with the LLM: local executor only", field="--executor"
+            )
         console = Console(width=120)
         traces = _read_traces(source)
         emb_cfg = (
@@ -202,8 +236,19 @@ def register(app: typer.Typer) -> None:
                     "no LLM endpoint configured: using the offline judge (lexical entailment)"
                 )
             the_judge = OfflineJudge()
+        if ex.is_ray:
+            rows, aggregate = _evaluate_on_ray(
+                traces, out, emb_cfg, emb, k, g_eval, rubrics, seed, resamples, cfg, ex, batch_size
+            )
+            write_scores(out, rows, aggregate)
+            (out / PARTIAL).unlink(missing_ok=True)
+            (out / (PARTIAL + ".settings")).unlink(missing_ok=True)
+            _print(aggregate, console)
+            _print_lowest(rows, console)
+            console.print(f"wrote {out / 'scores.jsonl'} and {out / 'metrics.json'}")
+            return
         try:
-            extra = _extra_scores(
+            extra = extra_scores(
                 traces,
                 runner,
                 emb,

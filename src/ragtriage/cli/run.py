@@ -25,6 +25,7 @@ from ragtriage.errors import InputError
 
 if TYPE_CHECKING:  # the pipeline (ONNX runtime, bm25s, the SDK) is imported on use
     from ragtriage.data import Dataset
+    from ragtriage.executors import Executor
     from ragtriage.pipeline import RunSummary
 
 __all__ = ["demo_config_path", "register"]
@@ -78,6 +79,8 @@ async def _run(
     overwrite: bool,
     retry_failed: bool,
     progress: bool,
+    executor: Executor | None = None,
+    batch_size: int = 256,
 ) -> RunSummary:
     from ragtriage.pipeline import Pipeline, run_dataset
 
@@ -121,6 +124,8 @@ async def _run(
             progress=progress,
             retry_failed=retry_failed,
             overwrite=overwrite,
+            executor=executor,
+            batch_size=batch_size,
         )
     finally:
         await pipeline.aclose()
@@ -129,7 +134,9 @@ async def _run(
 def register(app: typer.Typer) -> None:
     @app.command("run")
     def run(
-        out: Path = typer.Option(..., "--out", "-o", help="Run directory, e.g. runs/NAME."),
+        out: Path | None = typer.Option(
+            None, "--out", "-o", help="Run directory (default: runs/<config name>)."
+        ),
         data: str | None = typer.Option(
             None, "--data", "-d", help="Dataset directory or file ('demo' = bundled corpus)."
         ),
@@ -153,6 +160,15 @@ def register(app: typer.Typer) -> None:
             False, "--retry-failed", help="Rerun examples recorded with an error."
         ),
         progress: bool = typer.Option(True, "--progress/--no-progress"),
+        executor: str = typer.Option(
+            "local",
+            "--executor",
+            help="local | ray | ray:ADDRESS (extra .[ray]; offline stages, in-memory index): "
+            "batches of examples as Ray tasks, written in input order, resumable.",
+        ),
+        batch_size: int = typer.Option(
+            64, "--batch-size", min=1, help="Examples per Ray task (--executor ray)."
+        ),
     ) -> None:
         """Run the traced pipeline (chunk, retrieve, rerank, generate) over a dataset.
 
@@ -162,6 +178,13 @@ def register(app: typer.Typer) -> None:
         dataset, is_demo = _load(data, demo, fmt, language)
         cfg_path = config if config is not None else (demo_config_path() if is_demo else None)
         cfg = load_config(cfg_path)
+        from ragtriage.executors import check_run_on_ray, parse_executor
+
+        ex = parse_executor(executor)
+        if ex.is_ray:
+            check_run_on_ray(cfg)  # before the (slow) indexing
+        if out is None:
+            out = Path("runs") / (cfg.name or ("demo" if is_demo else "run"))
         hint = _embedder_hint(cfg, dataset)
         if hint:
             typer.echo(f"note: {hint}", err=True)
@@ -177,6 +200,8 @@ def register(app: typer.Typer) -> None:
                     overwrite=overwrite,
                     retry_failed=retry_failed,
                     progress=progress,
+                    executor=ex,
+                    batch_size=batch_size,
                 )
             )
         except (KeyboardInterrupt, asyncio.CancelledError):

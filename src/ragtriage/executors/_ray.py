@@ -1,5 +1,8 @@
 """Diagnose traces on a Ray cluster (extra ``.[ray]``): ``--executor ray[:ADDRESS]``.
 
+:func:`ray_map` is the one dispatcher behind ``diagnose``, ``calibrate``, ``run`` and
+``evaluate`` on Ray (the last two in :mod:`ragtriage.executors._run`).
+
 The traces are cut into batches (``batch_size`` traces, compact JSON) and each batch
 is one Ray task that rebuilds the rules diagnoser from its strategy and config and
 returns the diagnoses as JSON lines. At most ``2 x cluster CPUs`` batches are in
@@ -25,16 +28,26 @@ executor, whose single cache guarantees no paid call is made twice.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 from ragtriage.config import DiagnosisConfig
 from ragtriage.errors import ConfigError
 from ragtriage.records import Diagnosis, Trace
 
-__all__ = ["DEFAULT_BATCH", "Executor", "diagnose_on_ray", "parse_executor"]
+__all__ = [
+    "DEFAULT_BATCH",
+    "Executor",
+    "diagnose_on_ray",
+    "parse_executor",
+    "ray_map",
+    "ray_session",
+    "worker_cached",
+]
 
 DEFAULT_BATCH = 256
+T = TypeVar("T")
 
 
 class Executor:
@@ -88,18 +101,10 @@ def _batch_task(strategy: str, config: str, lines: list[str]) -> list[str]:
     return [d.to_json() for d in run_sync(diagnoser.diagnose_many(traces))]
 
 
-def diagnose_on_ray(
-    traces: Sequence[Trace],
-    *,
-    strategy: str,
-    config: DiagnosisConfig,
-    executor: Executor,
-    batch_size: int = DEFAULT_BATCH,
-    on_batch: Callable[[list[Diagnosis]], None] | None = None,
-) -> list[Diagnosis]:
-    """Rules diagnoses of ``traces`` computed by Ray tasks, in input order."""
-    if batch_size < 1:
-        raise ConfigError("batch size must be >= 1", field="--batch-size")
+@contextmanager
+def ray_session(executor: Executor) -> Iterator[Any]:
+    """The ``ray`` module, joined to the executor's cluster (see the module docstring);
+    a cluster started here is shut down on exit."""
     ray = _ray()
     started = False
     if not ray.is_initialized():
@@ -118,31 +123,95 @@ def diagnose_on_ray(
             ) from exc
         started = True
     try:
-        task = ray.remote(num_cpus=1, max_retries=2)(_batch_task)
-        cfg_json = config.model_dump_json()
-        batches = [list(traces[i : i + batch_size]) for i in range(0, len(traces), batch_size)]
-        window = max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
-        results: dict[int, list[Diagnosis]] = {}
-        pending: dict[Any, int] = {}
-        nxt = 0  # next batch to submit
-        flushed = 0  # next batch to hand on
-        out: list[Diagnosis] = []
-        while flushed < len(batches):
-            while nxt < len(batches) and len(pending) < window:
-                lines = [t.model_dump_json() for t in batches[nxt]]
-                pending[task.remote(strategy, cfg_json, lines)] = nxt
-                nxt += 1
-            done, _ = ray.wait(list(pending), num_returns=1)
-            for ref in done:
-                i = pending.pop(ref)
-                results[i] = [Diagnosis.model_validate_json(j) for j in ray.get(ref)]
-            while flushed in results:
-                batch = results.pop(flushed)
-                out.extend(batch)
-                if on_batch is not None:
-                    on_batch(batch)
-                flushed += 1
-        return out
+        yield ray
     finally:
         if started:
             ray.shutdown()
+
+
+def ray_map(
+    fn: Callable[..., list[str]],
+    items: Sequence[Any],
+    *,
+    encode: Callable[[Any], str] = str,
+    executor: Executor,
+    batch_size: int = DEFAULT_BATCH,
+    args: tuple[Any, ...] = (),
+    shared: Any = None,
+) -> Iterator[list[str]]:
+    """``fn(*args, [shared_ref], lines)`` for each batch of ``batch_size`` items (each
+    encoded as one JSON line by ``encode`` when its batch is submitted), as
+    Ray tasks (at most 2 x cluster CPUs in flight), yielding each batch's output lines
+    **in input order** (a batch that finishes early waits for the ones before it).
+
+    ``shared`` (a large object every task needs, e.g. an index) is put in the object
+    store once and handed to ``fn`` as a one-element list holding its reference, so a
+    worker fetches it only when it has not cached it yet (:func:`worker_cached`).
+    ``fn`` must be a module-level function (workers import it by name).
+    """
+    if batch_size < 1:
+        raise ConfigError("batch size must be >= 1", field="--batch-size")
+    with ray_session(executor) as ray:
+        task = ray.remote(num_cpus=1, max_retries=2)(fn)
+        extra: tuple[Any, ...] = args
+        if shared is not None:
+            extra = (*args, [ray.put(shared)])
+        starts = list(range(0, len(items), batch_size))
+        window = max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
+        results: dict[int, list[str]] = {}
+        pending: dict[Any, int] = {}
+        nxt = 0  # next batch to submit
+        flushed = 0  # next batch to hand on
+        while flushed < len(starts):
+            while nxt < len(starts) and len(pending) < window:
+                lo = starts[nxt]
+                batch = [encode(x) for x in items[lo : lo + batch_size]]
+                pending[task.remote(*extra, batch)] = nxt
+                nxt += 1
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                results[pending.pop(ref)] = ray.get(ref)
+            while flushed in results:
+                yield results.pop(flushed)
+                flushed += 1
+
+
+_WORKER_CACHE: dict[str, Any] = {}
+
+
+def worker_cached(key: str, shared: list[Any], build: Callable[[Any], T]) -> T:
+    """In a Ray worker process: ``build(ray.get(shared[0]))`` once per ``key`` (the last
+    key only: a new run's object replaces the previous one)."""
+    if key not in _WORKER_CACHE:
+        import ray
+
+        _WORKER_CACHE.clear()
+        _WORKER_CACHE[key] = build(ray.get(shared[0]))
+    value: T = _WORKER_CACHE[key]
+    return value
+
+
+def diagnose_on_ray(
+    traces: Sequence[Trace],
+    *,
+    strategy: str,
+    config: DiagnosisConfig,
+    executor: Executor,
+    batch_size: int = DEFAULT_BATCH,
+    on_batch: Callable[[list[Diagnosis]], None] | None = None,
+) -> list[Diagnosis]:
+    """Rules diagnoses of ``traces`` computed by Ray tasks, in input order."""
+    out: list[Diagnosis] = []
+    for done in ray_map(
+        _batch_task,
+        traces,
+        encode=Trace.model_dump_json,
+        executor=executor,
+        batch_size=batch_size,
+        args=(strategy, config.model_dump_json()),
+    ):
+        batch = [Diagnosis.model_validate_json(j) for j in done]
+        out.extend(batch)
+        if on_batch is not None:
+            on_batch(batch)
+    return out

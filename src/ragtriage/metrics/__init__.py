@@ -14,6 +14,7 @@ from ragtriage.metrics.retrieval import (
 
 __all__ = [
     "Metric",
+    "aggregate_rows",
     "evaluate",
     "hit_at",
     "mrr",
@@ -22,6 +23,7 @@ __all__ = [
     "parse_metric",
     "precision_at",
     "recall_at",
+    "score_rows",
 ]
 
 from ragtriage.metrics._compare import (
@@ -35,7 +37,14 @@ from ragtriage.metrics._compare import (
     read_scores,
 )
 from ragtriage.metrics._context import answer_claims, context_texts, reference_sentences
-from ragtriage.metrics._evaluate import bootstrap_ci, evaluate_answers, score_trace
+from ragtriage.metrics._evaluate import (
+    aggregate_rows,
+    bootstrap_ci,
+    evaluate_answers,
+    score_rows,
+    score_trace,
+)
+from ragtriage.metrics._extra import extra_scores
 from ragtriage.metrics._geval import (
     DEFAULT_RUBRICS,
     Rubric,
@@ -99,6 +108,7 @@ __all__ += [
     "evaluate_answers",
     "evaluate_metric_gate",
     "exact_match",
+    "extra_scores",
     "faithfulness",
     "find_slots",
     "g_eval_llm",

@@ -22,7 +22,7 @@ from ragtriage.metrics._rag import (
 )
 from ragtriage.records import Trace
 
-__all__ = ["bootstrap_ci", "evaluate_answers", "score_trace"]
+__all__ = ["aggregate_rows", "bootstrap_ci", "evaluate_answers", "score_rows", "score_trace"]
 
 _DIGITS: Final = 6
 
@@ -164,24 +164,37 @@ def evaluate_answers(
     answer had claims, ``claims`` (``[{claim, verdict}]``); the aggregate
     holds per metric ``mean``, ``ci95``, ``n`` and ``undetermined`` (counts per reason),
     plus latency and cost from the traces. ``extra`` adds scores per trace (g_eval,
-    selfcheck), in trace order."""
+    selfcheck), in trace order. The same as :func:`score_rows` then
+    :func:`aggregate_rows` (which a Ray run does on separate machines)."""
+    rows = score_rows(traces, judge, embedder, k=k, extra=extra)
+    aggregate = aggregate_rows(
+        rows,
+        traces,
+        judge=judge.name,
+        embedder=getattr(embedder, "name", "embedder"),
+        seed=seed,
+        resamples=resamples,
+        price_per_1k_prompt=price_per_1k_prompt,
+        price_per_1k_completion=price_per_1k_completion,
+    )
+    return rows, aggregate
+
+
+def score_rows(
+    traces: Sequence[Trace],
+    judge: TraceJudge,
+    embedder: Embedder,
+    *,
+    k: int = 5,
+    extra: Sequence[Mapping[str, MetricScore]] | None = None,
+) -> list[dict[str, Any]]:
+    """The per-trace rows of :func:`evaluate_answers` (values rounded to 6 decimals)."""
     judgements, ready = _judge_and_embed(traces, judge, embedder)
     embedder = _Prefetched(embedder, _texts_to_embed(traces, judgements), ready)
     rows: list[dict[str, Any]] = []
-    collected: dict[str, list[float]] = {}
-    undetermined: dict[str, dict[str, int]] = {}
-    judges: dict[str, set[str]] = {}
     extras = list(extra) if extra is not None else [{} for _ in traces]
     for trace, j, more in zip(traces, judgements, extras, strict=True):
         scores = {**score_trace(trace, j, embedder, k), **more}
-        for name, s in scores.items():
-            judges.setdefault(name, set()).add(s.judge)
-            if s.value is None:
-                bucket = undetermined.setdefault(name, {})
-                reason = s.undetermined_reason or "not judged"
-                bucket[reason] = bucket.get(reason, 0) + 1
-            else:
-                collected.setdefault(name, []).append(round(s.value, _DIGITS))
         row: dict[str, Any] = {
             "trace_id": trace.trace_id,
             "example_id": trace.example.example_id,
@@ -190,6 +203,34 @@ def evaluate_answers(
         if j.claims:  # the verdicts behind faithfulness (diagnosis evidence reads them)
             row["claims"] = [{"claim": c.claim, "verdict": c.verdict} for c in j.claims]
         rows.append(row)
+    return rows
+
+
+def aggregate_rows(
+    rows: Sequence[Mapping[str, Any]],
+    traces: Sequence[Trace],
+    *,
+    judge: str,
+    embedder: str,
+    seed: int = 0,
+    resamples: int = 1000,
+    price_per_1k_prompt: float = 0.0,
+    price_per_1k_completion: float = 0.0,
+) -> dict[str, Any]:
+    """The aggregate of :func:`evaluate_answers` from its rows (and the traces, for
+    latency and cost)."""
+    collected: dict[str, list[float]] = {}
+    undetermined: dict[str, dict[str, int]] = {}
+    judges: dict[str, set[str]] = {}
+    for row in rows:
+        for name, s in row["scores"].items():
+            judges.setdefault(name, set()).add(s["judge"])
+            if s["value"] == "undetermined":
+                bucket = undetermined.setdefault(name, {})
+                reason = s.get("reason") or "not judged"
+                bucket[reason] = bucket.get(reason, 0) + 1
+            else:
+                collected.setdefault(name, []).append(float(s["value"]))
     names = list(dict.fromkeys(n for r in rows for n in r["scores"]))
     metrics: dict[str, Any] = {}
     for i, name in enumerate(names):
@@ -207,13 +248,12 @@ def evaluate_answers(
             cell["mean"] = "undetermined"
             cell["reason"] = "no trace could be scored"
         metrics[name] = cell
-    aggregate = {
+    return {
         "traces": len(rows),
-        "judge": judge.name,
-        "embedder": getattr(embedder, "name", "embedder"),
+        "judge": judge,
+        "embedder": embedder,
         "seed": seed,
         "bootstrap_resamples": resamples,
         "metrics": metrics,
         "latency_cost": latency_cost(traces, price_per_1k_prompt, price_per_1k_completion),
     }
-    return rows, aggregate
