@@ -54,7 +54,7 @@ def test_trace_view_marks_gold_chunks_rerank_moves_and_places() -> None:
     (doc,) = tv.gt_docs
     assert [c.chunk_id for c in doc.chunks] == ["q1-c0", "q1-c1", "q1-c2"]
     assert doc.chunks[0].is_gt and doc.chunks[0].flags == ("retrieved #3",)
-    assert doc.chunks[1].flags == ("retrieved #1", "reranked #1", "in context")
+    assert doc.chunks[1].flags == ("retrieved #1", "reranked #1") and doc.chunks[1].in_context
     assert tv.diagnosis is not None
     assert tv.diagnosis.agree == "7/10"
     assert tv.diagnosis.votes[0] == ("E7", 7, "Low Recall")

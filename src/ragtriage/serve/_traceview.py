@@ -303,8 +303,6 @@ def build_trace_view(
             flags.append(f"retrieved #{retrieved_rank[c.chunk_id]}")
         if c.chunk_id in reranked_rank:
             flags.append(f"reranked #{reranked_rank[c.chunk_id]}")
-        if c.chunk_id in context:
-            flags.append("in context")
         docs.setdefault(c.doc_id, []).append(
             _row(c.chunk_id, chunks, gt, context, sizes, flags=tuple(flags))
         )
