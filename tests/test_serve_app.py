@@ -259,3 +259,46 @@ def test_annotation_lines_read_by_agree_cli(served: tuple[TestClient, Path]) -> 
     assert line["example_id"] == "q6" and line["types"] == ["E7", "E8"]
     (label,) = read_labels(root / "demo" / "annotations" / "bo.jsonl")
     assert label.example_id == "q6" and label.annotator == "bo"
+
+
+def test_taxonomies_critic_and_confined_mined_file(
+    served: tuple[TestClient, Path], tmp_path: Path
+) -> None:
+    client, root = served
+    outside = tmp_path / "taxonomy.yaml"
+    outside.write_text("clusters:\n  - name: Stale facts\n", encoding="utf-8")
+    r = client.get("/runs/demo/annotate", params={"annotator": "cy", "taxonomy": str(outside)})
+    assert r.status_code == 400 and "inside a served directory" in r.text
+    assert (
+        client.get(
+            "/runs/demo/annotate", params={"annotator": "cy", "taxonomy": "../x"}
+        ).status_code
+        == 400
+    )
+    inside = root / "taxonomy.yaml"
+    inside.write_text(outside.read_text(encoding="utf-8"), encoding="utf-8")
+    page = client.get("/runs/demo/annotate", params={"annotator": "cy", "taxonomy": str(inside)})
+    assert page.status_code == 200 and 'data-type="Stale facts"' in page.text
+    token = _csrf(page.text)
+    r = client.post(
+        "/runs/demo/annotations",
+        json={
+            "trace_id": "t-q7",
+            "annotator": "cy",
+            "taxonomy": str(inside),
+            "answer_label": "incorrect",
+            "stage": "generation",
+            "types": ["Stale facts"],
+        },
+        headers={"X-CSRF-Token": token},
+    )
+    assert r.status_code == 200, r.text
+    critic = client.get("/runs/demo/annotate", params={"annotator": "cy", "taxonomy": "critic"})
+    assert critic.status_code == 200
+    # an 'incorrect' answer without a stage is refused with the reason
+    r = client.post(
+        "/runs/demo/annotations",
+        json={"trace_id": "t-q7", "annotator": "cy", "answer_label": "incorrect"},
+        headers={"X-CSRF-Token": token},
+    )
+    assert r.status_code == 400 and "stage" in r.json()["error"]

@@ -148,6 +148,7 @@ def test_browse_filter_annotate_and_agreement(
     # the filtered trace: the XSS answer is text, no dialog fires
     page.click("a.trace-link")
     page.wait_for_url("**/runs/demo/traces/t-q8?stage=retrieval")
+    assert page.locator("#answer").is_visible()
     assert page.inner_text("#answer") == XSS
     assert page.locator("#answer img, #answer script").count() == 0
     assert page.locator("li.gt").count() >= 1

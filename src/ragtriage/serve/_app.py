@@ -12,7 +12,6 @@ import secrets
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -28,12 +27,14 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ragtriage.annotate import (
-    ANNOTATOR_RE,
+    BUILTIN_TAXONOMIES,
+    STRATEGIES,
     AgreementPanel,
     Annotation,
     AnnotationStore,
     LabelSet,
     agreement_panel,
+    check_annotator,
     label_set,
     sample_order,
 )
@@ -53,9 +54,6 @@ __all__ = ["DEFAULT_PAGE_SIZE", "STRATEGIES", "create_app"]
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
-STRATEGIES = ("sequential", "stratified", "uncertain")
-MAX_NOTE = 4000
-_BUILTIN_TAXONOMIES = ("ragec", "critic")
 #: files whose change makes a cached RunView stale
 _WATCHED = ("traces.jsonl", "diagnoses.jsonl", "scores.jsonl", "labels.jsonl", "manifest.json")
 
@@ -109,7 +107,7 @@ class _State:
         self.page_size = page_size
         self.env = _environment()
         self._lock = threading.Lock()
-        self._save_lock = threading.Lock()
+        self.save_lock = threading.Lock()
         self._views: dict[Path, tuple[tuple[tuple[str, int, int], ...], RunView]] = {}
         self._orders: dict[tuple[Path, str, tuple[tuple[str, int, int], ...]], list[str]] = {}
 
@@ -380,7 +378,7 @@ def compare_page(request: Request) -> Response:
 
 def _taxonomy(st: _State, name: str) -> LabelSet:
     """A built-in label set, or a mined taxonomy file inside the served directories."""
-    if name not in _BUILTIN_TAXONOMIES:
+    if name not in BUILTIN_TAXONOMIES:
         p = Path(name)
         resolved = p.resolve() if p.is_absolute() else None
         if resolved is None or not any(resolved.is_relative_to(r) for r in st.roots):
@@ -397,13 +395,10 @@ def _taxonomy(st: _State, name: str) -> LabelSet:
 
 
 def _check_annotator(name: str) -> str:
-    if not ANNOTATOR_RE.match(name):
-        raise HTTPException(
-            400,
-            "annotator: 1-64 characters, letters, digits, '_', '.', '-', starting with a "
-            "letter or digit",
-        )
-    return name
+    try:
+        return check_annotator(name)
+    except ValueError as exc:
+        raise HTTPException(400, str(exc)) from None
 
 
 def _verdict(d: Diagnosis | None) -> dict[str, Any] | None:
@@ -461,7 +456,7 @@ def annotate_page(request: Request) -> Response:
     base = {"annotator": annotator, "strategy": strategy, "taxonomy": taxonomy}
     if blind:
         base["blind"] = "1"
-    panel, _ = _safe_panel(view.path, labels.name if taxonomy in _BUILTIN_TAXONOMIES else "ragec")
+    panel, _ = _safe_panel(view.path, labels.name)
     n_done = sum(1 for tid in order if tid in done)
     return st.render(
         request,
@@ -572,42 +567,27 @@ def _save(st: _State, key: str, body: Mapping[str, Any]) -> dict[str, Any]:
         view.trace(trace_id)
     except KeyError:
         raise HTTPException(404, f"no trace {trace_id!r} in run {key!r}") from None
-    answer_label = _opt_str(body, "answer_label")
-    stage = _opt_str(body, "stage")
-    question_type = _opt_str(body, "question_type")
     raw_types = body.get("types") or []
     if not isinstance(raw_types, list) or not all(isinstance(t, str) for t in raw_types):
         raise HTTPException(400, "types: expected a list of strings")
-    types = tuple(dict.fromkeys(raw_types))
     note = body.get("note") or ""
-    if not isinstance(note, str) or len(note) > MAX_NOTE:
-        raise HTTPException(400, f"note: expected a string of at most {MAX_NOTE} characters")
-    if answer_label is not None and answer_label not in labels.answer_labels:
-        raise HTTPException(400, f"answer_label: not one of {', '.join(labels.answer_labels)}")
-    if stage is not None and stage not in labels.stages:
-        raise HTTPException(400, f"stage: not one of {', '.join(labels.stages)}")
-    codes = {c for c, _ in labels.types}
-    bad = [t for t in types if t not in codes]
-    if bad:
-        raise HTTPException(400, f"types: unknown in taxonomy {labels.name!r}: {bad[:5]}")
-    if question_type is not None and question_type not in labels.question_types:
-        raise HTTPException(400, f"question_type: not one of {', '.join(labels.question_types)}")
+    if not isinstance(note, str):
+        raise HTTPException(400, "note: expected a string")
     ann = Annotation(
         trace_id=trace_id,
         annotator=annotator,
-        answer_label=answer_label,
-        stage=stage,
-        types=types,
-        question_type=question_type,
+        answer_label=_opt_str(body, "answer_label"),
+        stage=_opt_str(body, "stage"),
+        types=tuple(dict.fromkeys(raw_types)),
+        question_type=_opt_str(body, "question_type"),
         note=note,
         taxonomy=labels.name,
-        saved_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
-    with st._save_lock:
-        try:
-            AnnotationStore(view.path).save(ann)
-        except ValueError as exc:
-            raise HTTPException(400, str(exc)) from None
+    try:
+        with st.save_lock:
+            ann = AnnotationStore(view.path).save(ann)
+    except ValueError as exc:
+        raise HTTPException(400, str(exc)) from None
     saved = asdict(ann)
     saved["types"] = list(ann.types)
     # the tool's verdict only now: in blind mode the page asked after saving
@@ -619,8 +599,7 @@ def agreement_page(request: Request) -> Response:
     key = request.path_params["key"]
     view = st.view(key)
     taxonomy = request.query_params.get("taxonomy") or "ragec"
-    _taxonomy(st, taxonomy)
-    panel, error = _safe_panel(view.path, taxonomy)
+    panel, error = _safe_panel(view.path, _taxonomy(st, taxonomy).name)
     return st.render(
         request,
         "agreement.html.j2",
@@ -639,8 +618,7 @@ def agreement_api(request: Request) -> Response:
     key = request.path_params["key"]
     view = st.view(key)
     taxonomy = request.query_params.get("taxonomy") or "ragec"
-    _taxonomy(st, taxonomy)
-    panel, error = _safe_panel(view.path, taxonomy)
+    panel, error = _safe_panel(view.path, _taxonomy(st, taxonomy).name)
     if panel is None:
         return JSONResponse({"error": error}, status_code=422)
     return JSONResponse(panel.to_json())

@@ -173,7 +173,6 @@
     function refreshKappa() {
       var annotator = root.getAttribute("data-annotator");
       var tax = root.getAttribute("data-taxonomy");
-      if (tax !== "ragec" && tax !== "critic") { tax = "ragec"; }
       fetch("/api/runs/" + encodeURIComponent(key) + "/agreement?taxonomy=" + encodeURIComponent(tax),
             { credentials: "same-origin", headers: { "Accept": "application/json" } })
         .then(function (r) { return r.ok ? r.json() : null; })
