@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from jinja2 import Environment
 from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -42,9 +42,10 @@ from ragtriage.calibrate.agreement import KappaResult
 from ragtriage.errors import InputError
 from ragtriage.records import ERROR_TYPE_NAMES, AnswerLabel, Diagnosis, ErrorType, Stage
 from ragtriage.report import svg
-from ragtriage.report._fmt import fmt_delta, fmt_float, fmt_int, fmt_pct
+from ragtriage.report._fmt import fmt_delta, fmt_pct
 from ragtriage.report.aggregate import Summary
 from ragtriage.report.compare import AdviceOutcome, compare_summaries
+from ragtriage.report.html import _environment as report_environment
 from ragtriage.runview import RunEntry, RunView, TraceFilter, discover_runs, resolve_key
 from ragtriage.serve._compare import DEFAULT_GATES, compare_runs, parse_gates
 from ragtriage.serve._security import SecurityConfig, SecurityMiddleware
@@ -59,16 +60,9 @@ _WATCHED = ("traces.jsonl", "diagnoses.jsonl", "scores.jsonl", "labels.jsonl", "
 
 
 def _environment() -> Environment:
-    env = Environment(
-        loader=PackageLoader("ragtriage.serve", "templates"),
-        autoescape=select_autoescape(default=True, default_for_string=True),
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["pct"] = fmt_pct
-    env.filters["num"] = fmt_int
-    env.filters["flt"] = fmt_float
+    """The report's Jinja2 setup (autoescape everywhere, strict undefined) on this
+    package's templates, plus the app's filters."""
+    env = report_environment("ragtriage.serve")
     env.filters["delta"] = fmt_delta
     env.filters["tid"] = lambda s: quote(str(s), safe="")
     env.globals["url"] = _url
@@ -594,13 +588,19 @@ def _save(st: _State, key: str, body: Mapping[str, Any]) -> dict[str, Any]:
     return {"saved": saved, "verdict": _verdict(view.diagnosis(trace_id))}
 
 
-def agreement_page(request: Request) -> Response:
+def _request_panel(request: Request) -> tuple[str, str, AgreementPanel | None, str | None]:
+    """(run key, taxonomy, panel, error) of an agreement request."""
     st = _state(request)
     key = request.path_params["key"]
     view = st.view(key)
     taxonomy = request.query_params.get("taxonomy") or "ragec"
     panel, error = _safe_panel(view.path, _taxonomy(st, taxonomy).name)
-    return st.render(
+    return key, taxonomy, panel, error
+
+
+def agreement_page(request: Request) -> Response:
+    key, taxonomy, panel, error = _request_panel(request)
+    return _state(request).render(
         request,
         "agreement.html.j2",
         {
@@ -614,11 +614,7 @@ def agreement_page(request: Request) -> Response:
 
 
 def agreement_api(request: Request) -> Response:
-    st = _state(request)
-    key = request.path_params["key"]
-    view = st.view(key)
-    taxonomy = request.query_params.get("taxonomy") or "ragec"
-    panel, error = _safe_panel(view.path, _taxonomy(st, taxonomy).name)
+    _, _, panel, error = _request_panel(request)
     if panel is None:
         return JSONResponse({"error": error}, status_code=422)
     return JSONResponse(panel.to_json())
