@@ -302,3 +302,26 @@ def test_taxonomies_critic_and_confined_mined_file(
         headers={"X-CSRF-Token": token},
     )
     assert r.status_code == 400 and "stage" in r.json()["error"]
+
+
+def test_run_without_diagnoses_and_odd_trace_ids(tmp_path: Path) -> None:
+    base = make_trace("q1").to_dict()
+    base["trace_id"] = "dir/x#1 ?z"
+    odd = Trace.model_validate(base)
+    write_run(tmp_path / "raw", "raw", [odd, make_trace("q2")], None)
+    client = TestClient(create_app([tmp_path]))
+    run = client.get("/runs/raw")
+    assert run.status_code == 200 and "no diagnoses yet" in run.text
+    assert "/runs/raw/traces/dir%2Fx%231%20%3Fz" in run.text
+    page = client.get("/runs/raw/traces/dir%2Fx%231%20%3Fz")
+    assert page.status_code == 200 and "No diagnosis for this trace" in page.text
+    assert 'id="next" rel="next" href="/runs/raw/traces/t-q2"' in page.text
+
+
+def test_cli_rejects_a_missing_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["serve", str(tmp_path / "nope")])
+    assert exc.value.code == 2
+    assert "not a directory" in capsys.readouterr().err
