@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import secrets
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -56,6 +57,7 @@ __all__ = ["DEFAULT_PAGE_SIZE", "STRATEGIES", "create_app"]
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
 #: files whose change makes a cached RunView stale
+_ENTRIES_TTL_S = 3.0
 _WATCHED = ("traces.jsonl", "diagnoses.jsonl", "scores.jsonl", "labels.jsonl", "manifest.json")
 
 
@@ -104,6 +106,7 @@ class _State:
         self.save_lock = threading.Lock()
         self._views: dict[Path, tuple[tuple[tuple[str, int, int], ...], RunView]] = {}
         self._orders: dict[tuple[Path, str, tuple[tuple[str, int, int], ...]], list[str]] = {}
+        self._entries: tuple[float, list[RunEntry]] | None = None
 
     # -- runs
     def run_dir(self, key: str) -> Path:
@@ -126,7 +129,19 @@ class _State:
             self._views[run_dir] = (stamp, view)
             return view
 
-    def order(self, key: str, view: RunView, strategy: str) -> list[str]:
+    def entries(self) -> list[RunEntry]:
+        """The runs under the roots; rediscovered when older than a few seconds (each
+        discovery opens every run's index)."""
+        now = time.monotonic()
+        with self._lock:
+            if self._entries is not None and now - self._entries[0] < _ENTRIES_TTL_S:
+                return self._entries[1]
+        found = discover_runs(self.roots)
+        with self._lock:
+            self._entries = (now, found)
+        return found
+
+    def order(self, view: RunView, strategy: str) -> list[str]:
         k = (view.path, strategy, _stamp(view.path))
         with self._lock:
             got = self._orders.get(k)
@@ -143,7 +158,6 @@ class _State:
         html = template.render(
             csrf=self.security.csrf,
             read_only=self.security.read_only,
-            path=request.url.path,
             **context,
         )
         return HTMLResponse(html, status_code=status)
@@ -191,7 +205,7 @@ def _state_query(flt: TraceFilter, sort: str) -> dict[str, str]:
 
 def runs_page(request: Request) -> Response:
     st = _state(request)
-    entries = discover_runs(st.roots)
+    entries = st.entries()
     dated = sorted(entries, key=lambda e: (e.created or "", e.key))
     bars = [
         svg.Bar(
@@ -263,7 +277,7 @@ def run_page(request: Request) -> Response:
             vs_summary = compare_summaries(summary.report, other, name_a=key, name_b=vs)
             vs_types = {t.error_type.value: t.delta for t in vs_summary.types}
             vs_advice = {o.text: o for o in vs_summary.advice}
-    others = [e.key for e in discover_runs(st.roots) if e.key != key]
+    others = [e.key for e in st.entries() if e.key != key]
     return st.render(
         request,
         "run.html.j2",
@@ -344,7 +358,7 @@ def trace_page(request: Request) -> Response:
 
 def compare_page(request: Request) -> Response:
     st = _state(request)
-    entries = discover_runs(st.roots)
+    entries = st.entries()
     a, b = request.query_params.get("a"), request.query_params.get("b")
     gate_texts = [g for g in request.query_params.getlist("gate") if g.strip()]
     ctx: dict[str, Any] = {
@@ -432,7 +446,7 @@ def annotate_page(request: Request) -> Response:
         )
     _check_annotator(annotator)
     labels = _taxonomy(st, taxonomy)
-    order = st.order(key, view, strategy)
+    order = st.order(view, strategy)
     store = AnnotationStore(view.path)
     done = store.load(annotator)
     if not order:
