@@ -36,6 +36,7 @@ ARGS = [
     "--disable-sync",
 ]
 XSS = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+TOKEN = "browser-test-token-0123"
 
 
 def _skip_reason() -> str | None:
@@ -73,14 +74,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         [sys.executable, "-m", "ragtriage", "serve", str(root), "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        env=dict(os.environ),
+        # every request needs the token: the browser gets it once in the URL
+        env={**os.environ, "RAGTRIAGE_SERVE_TOKEN": TOKEN},
     )
     base = f"http://127.0.0.1:{port}"
+    auth = {"Authorization": f"Bearer {TOKEN}"}
     try:
         deadline = time.monotonic() + 30
         while True:
             try:
-                if httpx.get(base + "/", timeout=2).status_code == 200:
+                if httpx.get(base + "/", headers=auth, timeout=2).status_code == 200:
                     break
             except httpx.TransportError:
                 pass
@@ -132,8 +135,11 @@ def test_browse_filter_annotate_and_agreement(
 
     page.on("dialog", on_dialog)
 
+    # without the token nothing is served; with it once, a cookie carries it
+    assert page.goto(base + "/").status == 401
+    page.goto(base + f"/?token={TOKEN}")
+    assert page.url == base + "/"
     # runs page -> run page, filtered to one stage
-    page.goto(base + "/")
     assert page.locator("tr[data-run]").count() == 3
     page.screenshot(path=str(shots / "runs.png"), full_page=True)
     page.click("a.run-link:text-is('demo')")

@@ -167,6 +167,8 @@ def test_token_once_in_url_then_cookie_or_bearer() -> None:
     cookie = r.headers["set-cookie"]
     assert TOKEN_COOKIE in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie
     assert c.get("/x").status_code == 200  # the client kept the cookie
+    # another local server (another port) does not take this one's cookie
+    assert c.get("http://testserver:8766/x").status_code == 401
     fresh = _client(token="t0ken-0123456789")
     assert fresh.get("/x", headers={"Authorization": "Bearer t0ken-0123456789"}).status_code == 200
     assert fresh.get("/x", headers={"Authorization": "Bearer nope"}).status_code == 401

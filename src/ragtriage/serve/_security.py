@@ -140,6 +140,9 @@ class SecurityMiddleware:
                 status_code=400,
             )
         if cfg.token is not None:
+            # cookies ignore the port: one name per port keeps two local servers apart
+            port = request.url.port
+            cookie = f"{TOKEN_COOKIE}_{port}" if port else TOKEN_COOKIE
             given = request.query_params.get("token")
             if given is not None:
                 if not _same(given, cfg.token):
@@ -150,15 +153,13 @@ class SecurityMiddleware:
                     url = request.url.path + ("?" + urlencode(rest) if rest else "")
                     redirect = RedirectResponse(url, status_code=303)
                     redirect.set_cookie(
-                        TOKEN_COOKIE, cfg.token, httponly=True, samesite="strict", path="/"
+                        cookie, cfg.token, httponly=True, samesite="strict", path="/"
                     )
                     return redirect
             else:
                 auth = request.headers.get("authorization", "")
                 bearer = auth[7:].strip() if auth.lower().startswith("bearer ") else None
-                if not (
-                    _same(request.cookies.get(TOKEN_COOKIE), cfg.token) or _same(bearer, cfg.token)
-                ):
+                if not (_same(request.cookies.get(cookie), cfg.token) or _same(bearer, cfg.token)):
                     return PlainTextResponse(
                         "this server needs its access token: open the URL it printed "
                         "(…/?token=…) or send 'Authorization: Bearer <token>'",
