@@ -341,6 +341,13 @@ def _env() -> dict[str, str]:
     return env
 
 
+def _word(rng: random.Random) -> str:
+    """A search word: common ones (most questions hold them) and rare ones (a number),
+    so most filtered requests miss the view's per-filter cache."""
+    common = [*_EN_SUBJECTS, *_ZH_SUBJECTS, "annual", "report", "年报", "哪一年"]
+    return rng.choice(common) if rng.random() < 0.5 else f"question {rng.randint(0, 99999)}"
+
+
 def _pages(view: RunView, key: str, rng: random.Random, requests: int) -> dict[str, list[str]]:
     q = urllib.parse.quote
     big = TraceFilter(answer_label="incorrect")
@@ -352,10 +359,7 @@ def _pages(view: RunView, key: str, rng: random.Random, requests: int) -> dict[s
         "run page": [f"/runs/{q(key)}"] * requests,
         "run page stage+text": [
             f"/runs/{q(key)}?stage={rng.choice(['generation', 'retrieval'])}&q={q(w)}"
-            for w in (
-                rng.choice(["annual", "Acme", "年报", "Globex", "question 12"])
-                for _ in range(requests)
-            )
+            for w in (_word(rng) for _ in range(requests))
         ],
         f"page {last} of a filter": [f"/runs/{q(key)}?answer_label=incorrect&page={last}"]
         * requests,
@@ -411,7 +415,7 @@ def _time_direct(
         view.neighbours(t, flt)
 
     def filtered() -> None:
-        w = rng.choice(["annual", "Acme", "年报", "Globex", "question 12"])
+        w = _word(rng)
         view.query(TraceFilter(stage=rng.choice(["generation", "retrieval"]), text=w))
 
     return {

@@ -326,3 +326,22 @@ def test_discovery_is_confined_to_roots(tmp_path: Path) -> None:
     # a root that is itself a run is listed under its own name
     solo = discover_runs([root / "b"])
     assert [e.key for e in solo] == ["b"] and resolve_key([root / "b"], "b") == root / "b"
+
+
+def test_child_process_build_is_the_same_index(tmp_path: Path) -> None:
+    root, _, _ = random_run(tmp_path / "run", n=25, seed=4)
+    here = load_or_build(root, force=True)
+    summary = (here.data.dir / "summary.json").read_text(encoding="utf-8")
+    child = load_or_build(root, force=True, child_bytes=0)  # removes the first build
+    assert child.rebuilt and child.data.dir != here.data.dir
+    assert child.data.meta == here.data.meta
+    for name, col in here.data.cols.items():
+        assert np.array_equal(col, child.data.cols[name], equal_nan=True), name
+    assert (child.data.dir / "summary.json").read_text(encoding="utf-8") == summary
+    assert not here.data.dir.exists()
+    with (root / "diagnoses.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write('{"trace_id": "t-ex0001", "example_id": 5}\n')
+    with pytest.raises(InputError) as exc:
+        load_or_build(root, child_bytes=0)
+    assert exc.value.path is not None and exc.value.path.endswith("diagnoses.jsonl")
+    assert exc.value.line == sum(1 for _ in (root / "diagnoses.jsonl").open())

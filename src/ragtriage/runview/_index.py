@@ -1,12 +1,13 @@
 """The on-disk index of one run directory: byte offsets and filter/sort columns.
 
 Layout (``RUN/.ragtriage-index/``): ``CURRENT`` names the live build directory, which
-holds ``meta.json`` (source files' size and mtime, vocabularies, trace ids), one ``.npy``
+holds ``meta.json`` (source files' size and mtime, vocabularies), ``ids.json``, one ``.npy``
 file per column (no pickle), ``questions.txt`` (normalised, case-folded questions, one a
 line, for text search), ``shown.txt`` (questions cut for display) and ``summary.json``.
 A build is written to a fresh directory and published by rewriting ``CURRENT``
 atomically, so a reader never sees half an index; it is rebuilt when a source file's
-size or mtime changes.
+size or mtime changes. A large run is indexed in a child process, so a server's memory
+stays what the columns need.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import unicodedata
 from collections.abc import Iterator
@@ -24,7 +27,7 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from ragtriage.errors import InputError
+from ragtriage.errors import InputError, RagtriageError
 from ragtriage.jsonl import atomic_write_text, validation_to_input_error
 from ragtriage.records import (
     AnswerLabel,
@@ -47,6 +50,8 @@ __all__ = [
 
 INDEX_DIR = ".ragtriage-index"
 INDEX_VERSION = 1
+#: a traces file larger than this is indexed in a child process (memory stays there)
+CHILD_BUILD_BYTES = 64 * 2**20
 TRACES = "traces.jsonl"
 DIAGNOSES = "diagnoses.jsonl"
 MANIFEST = "manifest.json"
@@ -379,10 +384,12 @@ def _build(run: Path, files: dict[str, Path | None], out: Path) -> dict[str, Any
     (out / "summary.json").write_text(
         summary.model_dump_json() if summary is not None else "null", encoding="utf-8"
     )
+    (out / "ids.json").write_text(
+        json.dumps({"trace_ids": trace_ids, "example_ids": example_ids}, ensure_ascii=False),
+        encoding="utf-8",
+    )
     return {
         "n": n_traces,
-        "trace_ids": trace_ids,
-        "example_ids": example_ids,
         "question_types": qvocab.names,
         "critic_tiers": tier_vocab.names,
         "metrics": metric_names,
@@ -420,6 +427,67 @@ def _summary(
     return s.model_copy(update={"totals": totals, "pipeline": costs})
 
 
+def _build_dir(
+    run: Path, files: dict[str, Path | None], out: Path, stamp: dict[str, list[Any] | None]
+) -> None:
+    meta = _build(run, files, out)
+    meta["version"] = INDEX_VERSION
+    # the sources may change while they are read: stamp what the build started from
+    meta["sources"] = stamp
+    (out / "meta.json").write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
+
+
+def _build_in_child(run: Path, out: Path) -> None:
+    """Build in a child process, so the parent (a server) does not keep the memory a
+    build of a large run touches; an InputError in the child is raised here."""
+    import ragtriage
+
+    pkg_root = str(Path(ragtriage.__file__).resolve().parents[1])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([pkg_root, *filter(None, [env.get("PYTHONPATH")])])
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(run), str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    if proc.returncode == 0:
+        return
+    try:
+        err = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        err = None
+    if isinstance(err, dict) and "message" in err:
+        raise InputError(
+            str(err["message"]), path=err.get("path"), line=err.get("line"), field=err.get("field")
+        )
+    raise RagtriageError(
+        f"building the index of {run} failed (exit {proc.returncode}): {proc.stderr[-2000:]}"
+    )
+
+
+_CHILD = (
+    "import sys; from ragtriage.runview._index import _child_main; "
+    "raise SystemExit(_child_main(sys.argv[1:]))"
+)
+
+
+def _child_main(argv: list[str]) -> int:
+    run, out = Path(argv[0]), Path(argv[1])
+    files = source_files(run)
+    try:
+        _build_dir(run, files, out, _stamp(files))
+    except InputError as exc:
+        print(
+            json.dumps(
+                {"message": exc.message, "path": exc.path, "line": exc.line, "field": exc.field}
+            )
+        )
+        return 2
+    return 0
+
+
 def _read_current(root: Path) -> Path | None:
     try:
         name = (root / "CURRENT").read_text(encoding="utf-8").strip()
@@ -433,6 +501,7 @@ def _read_current(root: Path) -> Path | None:
 
 def _load(d: Path) -> IndexData:
     meta = json.loads((d / "meta.json").read_text(encoding="utf-8"))
+    meta.update(json.loads((d / "ids.json").read_text(encoding="utf-8")))
     cols = {
         name: np.load(d / f"{name}.npy", mmap_mode="r", allow_pickle=False) for name in _COLUMNS
     }
@@ -443,12 +512,29 @@ def _fresh(meta: dict[str, Any], stamp: dict[str, list[Any] | None]) -> bool:
     return bool(meta.get("version") == INDEX_VERSION and meta.get("sources") == stamp)
 
 
-def load_or_build(run: Path, *, force: bool = False) -> BuiltIndex:
-    """The run's index: reused when its sources are unchanged, else built again."""
+def load_or_build(
+    run: Path,
+    *,
+    known: IndexData | None = None,
+    force: bool = False,
+    child_bytes: int = CHILD_BUILD_BYTES,
+) -> BuiltIndex:
+    """The run's index: reused when its sources are unchanged, else built again (in a
+    child process when traces.jsonl is larger than ``child_bytes``). ``known`` (an
+    index already loaded) is returned as is while it is still current, so checking
+    costs a few ``stat`` calls."""
     root = run / INDEX_DIR
     files = source_files(run)
     stamp = _stamp(files)
     current = _read_current(root)
+    if (
+        known is not None
+        and not force
+        and current is not None
+        and current == known.dir
+        and _fresh(known.meta, stamp)
+    ):
+        return BuiltIndex(known, rebuilt=False)
     if current is not None and not force:
         try:
             data = _load(current)
@@ -459,11 +545,12 @@ def load_or_build(run: Path, *, force: bool = False) -> BuiltIndex:
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="build-", dir=root))
     try:
-        meta = _build(run, files, tmp)
-        meta["version"] = INDEX_VERSION
-        # the sources may have changed while we read them: stamp what we started from
-        meta["sources"] = stamp
-        (tmp / "meta.json").write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
+        traces = files["traces"]
+        big = traces is not None and traces.is_file() and traces.stat().st_size > child_bytes
+        if big:
+            _build_in_child(run, tmp)
+        else:
+            _build_dir(run, files, tmp, stamp)
         final = root / f"idx-{os.getpid()}-{tmp.name.removeprefix('build-')}"
         os.rename(tmp, final)
     except BaseException:
