@@ -369,14 +369,19 @@ def _pages(view: RunView, key: str, rng: random.Random, requests: int) -> dict[s
     }
 
 
-def _time_http(port: int, pages: dict[str, list[str]]) -> dict[str, list[float]]:
+def _time_http(
+    port: int, pages: dict[str, list[str]]
+) -> tuple[dict[str, list[float]], dict[str, int]]:
+    """Milliseconds per request and mean body bytes, per page type."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     out: dict[str, list[float]] = {}
+    sizes: dict[str, int] = {}
     for name, urls in pages.items():
         for url in urls[:2]:  # warm-up (first render of a template, first filter)
             conn.request("GET", url)
             conn.getresponse().read()
         times = []
+        total = 0
         for url in urls:
             t0 = time.perf_counter()
             conn.request("GET", url)
@@ -385,9 +390,11 @@ def _time_http(port: int, pages: dict[str, list[str]]) -> dict[str, list[float]]
             times.append((time.perf_counter() - t0) * 1000)
             if resp.status != 200:
                 raise SystemExit(f"GET {url}: HTTP {resp.status}: {body[:300]!r}")
+            total += len(body)
         out[name] = times
+        sizes[name] = total // max(1, len(urls))
     conn.close()
-    return out
+    return out, sizes
 
 
 def _time_direct(
@@ -527,13 +534,13 @@ def main() -> None:
                 f"RSS {rss_mb(server.pid)[0]:.0f} MiB"
             )
             key = next(e.key for e in discover_runs([tmp]) if e.path.resolve() == run.resolve())
-            times = _time_http(port, _pages(view, key, rng, args.requests))
+            times, sizes = _time_http(port, _pages(view, key, rng, args.requests))
             print(
                 f"HTTP GET timings ({args.requests} requests per page type, keep-alive, "
                 f"after 2 warm-up requests each):"
             )
             for name, ms in times.items():
-                print(f"  {name:28s} {_pct(ms)}")
+                print(f"  {name:28s} {_pct(ms)}  ~{sizes[name] / 1024:.0f} KiB")
             rss, hwm = rss_mb(server.pid)
             print(f"server RSS: {rss:.0f} MiB (peak {hwm:.0f} MiB)")
         finally:
