@@ -7,6 +7,8 @@ import json
 import math
 import os
 import random
+import subprocess
+import sys
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
@@ -345,3 +347,46 @@ def test_child_process_build_is_the_same_index(tmp_path: Path) -> None:
         load_or_build(root, child_bytes=0)
     assert exc.value.path is not None and exc.value.path.endswith("diagnoses.jsonl")
     assert exc.value.line == sum(1 for _ in (root / "diagnoses.jsonl").open())
+
+
+def test_an_open_view_survives_a_rebuild_that_removes_its_files(tmp_path: Path) -> None:
+    root, traces, _ = random_run(tmp_path / "run", n=20, seed=6)
+    old = RunView.open(root)
+    old_dir = next(p for p in (root / INDEX_DIR).iterdir() if p.name.startswith("idx-"))
+    with (root / "traces.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write(
+            traces[0]
+            .model_copy(
+                update={
+                    "trace_id": "t-late",
+                    "example": traces[0].example.model_copy(update={"example_id": "late"}),
+                }
+            )
+            .to_json()
+            + "\n"
+        )
+    assert load_or_build(root).rebuilt and not old_dir.exists()
+    # the old view still answers from its mapped build (the run as it was)
+    assert old.n == 20 and old.summary().n_traces == 20
+    hits = old.query(TraceFilter(text="公司"), page_size=100).rows
+    assert hits and all("公司" in r.question for r in hits)
+    assert RunView.open(root).n == 21
+
+
+def test_concurrent_builds_in_two_processes(tmp_path: Path) -> None:
+    root, _, _ = random_run(tmp_path / "run", n=40, seed=8)
+    code = (
+        "import sys; from pathlib import Path; from ragtriage.runview import RunView; "
+        "v = RunView.open(Path(sys.argv[1])); print(v.n, v.summary().failing)"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(root)], stdout=subprocess.PIPE, env=env)
+        for _ in range(3)
+    ]
+    outs = {p.communicate(timeout=120)[0] for p in procs}
+    assert all(p.returncode == 0 for p in procs)
+    assert len(outs) == 1
+    builds = [p for p in (root / INDEX_DIR).iterdir() if p.is_dir()]
+    assert len(builds) == 1
+    assert not load_or_build(root).rebuilt

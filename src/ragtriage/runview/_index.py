@@ -3,7 +3,9 @@
 Layout (``RUN/.ragtriage-index/``): ``CURRENT`` names the live build directory, which
 holds ``meta.json`` (source files' size and mtime, vocabularies), ``ids.json``, one ``.npy``
 file per column (no pickle), ``questions.txt`` (normalised, case-folded questions, one a
-line, for text search), ``shown.txt`` (questions cut for display) and ``summary.json``.
+line, UTF-8, for text search), ``shown.txt`` (questions cut for display) and
+``summary.json``. A view maps the text files into memory, so a rebuild that removes an
+old build (in this process or another) never pulls files from under a reader.
 A build is written to a fresh directory and published by rewriting ``CURRENT``
 atomically, so a reader never sees half an index; it is rebuilt when a source file's
 size or mtime changes. A large run is indexed in a child process, so a server's memory
@@ -20,6 +22,7 @@ import sys
 import tempfile
 import unicodedata
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -353,8 +356,8 @@ def _build(run: Path, files: dict[str, Path | None], out: Path) -> dict[str, Any
     tier_ptr[1:] = np.cumsum([len(t) for t in tiers]) if n_traces else []
     tier_ids = np.fromiter((c for t in tiers for c in t), dtype=np.int32)
 
-    fold_blob = "\n".join(fold_lines)
-    shown_blob = "\n".join(shown_lines)
+    fold_bytes = [line.encode("utf-8") for line in fold_lines]
+    shown_bytes = [line.encode("utf-8") for line in shown_lines]
     cols: dict[str, np.ndarray[Any, Any]] = {
         "t_off": np.asarray(t_off, dtype=np.int64),
         "t_len": np.asarray(t_len, dtype=np.int64),
@@ -372,13 +375,14 @@ def _build(run: Path, files: dict[str, Path | None], out: Path) -> dict[str, Any
         "tier_ptr": tier_ptr,
         "tier_ids": tier_ids,
         "metrics": metrics,
-        "fold_starts": _starts(fold_lines),
-        "shown_starts": _starts(shown_lines),
+        "fold_starts": _starts(fold_bytes),
+        "shown_starts": _starts(shown_bytes),
     }
     for name, arr in cols.items():
         np.save(out / f"{name}.npy", arr, allow_pickle=False)
-    (out / "questions.txt").write_text(fold_blob, encoding="utf-8")
-    (out / "shown.txt").write_text(shown_blob, encoding="utf-8")
+    # a trailing newline: every line, the last too, ends one byte before the next start
+    (out / "questions.txt").write_bytes(b"".join(b + b"\n" for b in fold_bytes))
+    (out / "shown.txt").write_bytes(b"".join(b + b"\n" for b in shown_bytes))
 
     summary = _summary(list(slim.values()), dpath is not None, set(example_ids), pipeline)
     (out / "summary.json").write_text(
@@ -397,11 +401,12 @@ def _build(run: Path, files: dict[str, Path | None], out: Path) -> dict[str, Any
     }
 
 
-def _starts(lines: list[str]) -> np.ndarray[Any, Any]:
-    """Character offset of each line in ``"\\n".join(lines)``, plus the end (+1)."""
+def _starts(lines: list[bytes]) -> np.ndarray[Any, Any]:
+    """Byte offset of each line in the newline-terminated file of ``lines``, plus the
+    end."""
     out = np.zeros(len(lines) + 1, dtype=np.int64)
     if lines:
-        out[1:] = np.cumsum(np.fromiter((len(s) + 1 for s in lines), dtype=np.int64))
+        out[1:] = np.cumsum(np.fromiter((len(b) + 1 for b in lines), dtype=np.int64))
     return out
 
 
@@ -536,13 +541,49 @@ def load_or_build(
     ):
         return BuiltIndex(known, rebuilt=False)
     if current is not None and not force:
-        try:
-            data = _load(current)
-        except (OSError, ValueError):
-            data = None
+        data = _try_load(current)
         if data is not None and _fresh(data.meta, stamp):
             return BuiltIndex(data, rebuilt=False)
     root.mkdir(parents=True, exist_ok=True)
+    with _build_lock(root):
+        # another process may have built it while this one waited
+        current = _read_current(root)
+        data = _try_load(current) if current is not None and not force else None
+        if data is not None and _fresh(data.meta, stamp):
+            return BuiltIndex(data, rebuilt=False)
+        return _rebuild(run, root, files, stamp, child_bytes)
+
+
+def _try_load(d: Path) -> IndexData | None:
+    try:
+        return _load(d)
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+@contextmanager
+def _build_lock(root: Path) -> Iterator[None]:
+    """One build at a time per run, across processes (an flock on ``root/.lock``)."""
+    with (root / ".lock").open("a") as fh:
+        try:
+            import fcntl
+        except ImportError:  # not on POSIX: no cross-process lock
+            yield
+            return
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _rebuild(
+    run: Path,
+    root: Path,
+    files: dict[str, Path | None],
+    stamp: dict[str, list[Any] | None],
+    child_bytes: int,
+) -> BuiltIndex:
     tmp = Path(tempfile.mkdtemp(prefix="build-", dir=root))
     try:
         traces = files["traces"]
@@ -556,8 +597,9 @@ def load_or_build(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    data = _load(final)  # before publishing: its files stay readable once loaded
     atomic_write_text(root / "CURRENT", final.name + "\n")
     for old in root.iterdir():
-        if old.is_dir() and old != final and old.name.startswith("idx-"):
+        if old.is_dir() and old != final and old.name.startswith(("idx-", "build-")):
             shutil.rmtree(old, ignore_errors=True)
-    return BuiltIndex(_load(final), rebuilt=True)
+    return BuiltIndex(data, rebuilt=True)
