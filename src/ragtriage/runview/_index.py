@@ -22,7 +22,6 @@ import sys
 import tempfile
 import unicodedata
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from ragtriage.errors import InputError, RagtriageError
-from ragtriage.jsonl import atomic_write_text, validation_to_input_error
+from ragtriage.jsonl import atomic_write_text, file_lock, validation_to_input_error
 from ragtriage.records import (
     AnswerLabel,
     Diagnosis,
@@ -545,7 +544,8 @@ def load_or_build(
         if data is not None and _fresh(data.meta, stamp):
             return BuiltIndex(data, rebuilt=False)
     root.mkdir(parents=True, exist_ok=True)
-    with _build_lock(root):
+    # one build at a time per run, across processes
+    with file_lock(root / ".lock"):
         # another process may have built it while this one waited
         current = _read_current(root)
         data = _try_load(current) if current is not None and not force else None
@@ -559,22 +559,6 @@ def _try_load(d: Path) -> IndexData | None:
         return _load(d)
     except (OSError, ValueError, KeyError):
         return None
-
-
-@contextmanager
-def _build_lock(root: Path) -> Iterator[None]:
-    """One build at a time per run, across processes (an flock on ``root/.lock``)."""
-    with (root / ".lock").open("a") as fh:
-        try:
-            import fcntl
-        except ImportError:  # not on POSIX: no cross-process lock
-            yield
-            return
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
 def _rebuild(
