@@ -15,6 +15,7 @@ stays what the columns need.
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import shutil
 import subprocess
@@ -146,6 +147,11 @@ class IndexData:
     dir: Path
     meta: dict[str, Any]
     cols: dict[str, np.ndarray[Any, Any]]
+    #: questions.txt and shown.txt, memory-mapped (they outlive a rebuild that deletes
+    #: this build's files, in this process or another)
+    folded: mmap.mmap | bytes
+    shown: mmap.mmap | bytes
+    summary_json: str
 
     @property
     def n(self) -> int:
@@ -509,7 +515,22 @@ def _load(d: Path) -> IndexData:
     cols = {
         name: np.load(d / f"{name}.npy", mmap_mode="r", allow_pickle=False) for name in _COLUMNS
     }
-    return IndexData(dir=d, meta=meta, cols=cols)
+    return IndexData(
+        dir=d,
+        meta=meta,
+        cols=cols,
+        folded=_map(d / "questions.txt"),
+        shown=_map(d / "shown.txt"),
+        summary_json=(d / "summary.json").read_text(encoding="utf-8"),
+    )
+
+
+def _map(path: Path) -> mmap.mmap | bytes:
+    """A read-only memory map of ``path`` (``b""`` for an empty file)."""
+    with path.open("rb") as fh:
+        if os.fstat(fh.fileno()).st_size == 0:
+            return b""
+        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 def _fresh(meta: dict[str, Any], stamp: dict[str, list[Any] | None]) -> bool:

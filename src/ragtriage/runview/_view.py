@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import mmap
-import os
 import re
 import threading
 from collections import OrderedDict
@@ -103,10 +101,9 @@ class RunView:
         self._pos: dict[str, int] = {t: i for i, t in enumerate(data.meta["trace_ids"])}
         self._lock = threading.Lock()
         self._orders: OrderedDict[tuple[TraceFilter, str], np.ndarray[Any, Any]] = OrderedDict()
-        # mapped now: the mappings outlive a rebuild that deletes this build's files
-        self._fold = _map(data.dir / "questions.txt")
-        self._shown = _map(data.dir / "shown.txt")
-        self._summary_text = (data.dir / "summary.json").read_text(encoding="utf-8")
+        self._fold = data.folded
+        self._shown = data.shown
+        self._summary_text = data.summary_json
         self._summary: RunSummary | None = None
         self._sources = {k: str(v) if v else None for k, v in _source_paths(data).items()}
 
@@ -438,14 +435,6 @@ class RunView:
             else:
                 out[eid] = "failing" if fails[i] else "not_failing"
         return out
-
-
-def _map(path: Path) -> mmap.mmap | bytes:
-    """A read-only memory map of ``path`` (``b""`` for an empty file)."""
-    with path.open("rb") as fh:
-        if os.fstat(fh.fileno()).st_size == 0:
-            return b""
-        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 def _in_range(
