@@ -209,6 +209,25 @@ def test_neighbours_follow_filter_and_sort(run: tuple[Path, Loaded, RunView]) ->
         view.trace("nope")
 
 
+def test_outcomes_per_example(run: tuple[Path, Loaded, RunView]) -> None:
+    _, loaded, view = run
+    out = view.outcomes()
+    assert len(out) == len(loaded.traces)
+    for t in loaded.traces:
+        o = out[t.example.example_id]
+        d = loaded.diags.get(t.trace_id)
+        assert o.trace_id == t.trace_id
+        if d is None:
+            assert o.status == "no_diagnosis" and o.answer_label is None
+        elif d.answer_label is None:
+            assert o.status == "undetermined"
+        else:
+            assert o.status == ("failing" if d.needs_diagnosis else "not_failing")
+            assert o.answer_label == d.answer_label.value
+        assert o.stage == (d.stage.value if d and d.stage else None)
+        assert o.error_type == (d.error_type.value if d and d.error_type else None)
+
+
 def test_summary_is_the_report_summary(run: tuple[Path, Loaded, RunView]) -> None:
     _, loaded, view = run
     s = view.summary()

@@ -28,7 +28,7 @@ from ragtriage.runview._index import (
     load_or_build,
 )
 
-__all__ = ["MetricSummary", "RunSummary", "RunView"]
+__all__ = ["MetricSummary", "Outcome", "RunSummary", "RunView"]
 
 UNDETERMINED = "undetermined"
 _CACHE_ORDERS = 32
@@ -82,6 +82,18 @@ class RunSummary:
             "config_hash": self.config_hash,
             "sources": dict(self.sources),
         }
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The judge's verdict on one example: ``status`` is ``failing``, ``not_failing``,
+    ``undetermined`` (no answer label) or ``no_diagnosis``."""
+
+    trace_id: str
+    status: str
+    answer_label: str | None
+    stage: str | None
+    error_type: str | None
 
 
 _VIEWS: dict[Path, RunView] = {}
@@ -419,21 +431,32 @@ class RunView:
         q = int(self._cols["qtype"][self._position(trace_id)])
         return self.question_types[q] if q >= 0 else None
 
-    def example_status(self) -> dict[str, str]:
-        """example id -> ``failing`` | ``not_failing`` | ``undetermined`` | ``no_diagnosis``
-        (for comparing runs example by example)."""
+    def outcomes(self) -> dict[str, Outcome]:
+        """example id -> the judge's verdict on it, from the index columns (no
+        diagnosis is read): what comparing two runs example by example needs."""
         c = self._cols
-        a = np.asarray(c["answer"])
-        fails = np.asarray(c["failing"]) > 0
-        out: dict[str, str] = {}
-        for i, eid in enumerate(self._meta["example_ids"]):
-            code = int(a[i])
-            if code == -1:
-                out[eid] = "no_diagnosis"
-            elif code == -2:
-                out[eid] = UNDETERMINED
+        answer = np.asarray(c["answer"]).tolist()
+        fails = np.asarray(c["failing"]).tolist()
+        stage = np.asarray(c["stage"]).tolist()
+        type1 = np.asarray(c["type1"]).tolist()
+        out: dict[str, Outcome] = {}
+        for i, (tid, eid) in enumerate(
+            zip(self._meta["trace_ids"], self._meta["example_ids"], strict=True)
+        ):
+            a = answer[i]
+            if a == -1:
+                status, label = "no_diagnosis", None
+            elif a == -2:
+                status, label = UNDETERMINED, UNDETERMINED
             else:
-                out[eid] = "failing" if fails[i] else "not_failing"
+                status, label = ("failing" if fails[i] else "not_failing"), ANSWER_LABELS[a]
+            out[eid] = Outcome(
+                trace_id=tid,
+                status=status,
+                answer_label=label,
+                stage=STAGES[stage[i]] if stage[i] >= 0 else None,
+                error_type=TYPES[type1[i]] if type1[i] >= 0 else None,
+            )
         return out
 
 
