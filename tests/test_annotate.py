@@ -303,3 +303,15 @@ def test_sampling_orders(run: Path) -> None:
         assert abs(half[key] - size / 2) <= 1, key
     with pytest.raises(ValueError, match="strategy"):
         sample_order(view, "random")
+
+
+def test_a_hand_edited_bad_line_is_skipped_on_load(run: Path) -> None:
+    store = AnnotationStore(run)
+    store.save(_ann("t-ex0001"))
+    with store.path("ann").open("a", encoding="utf-8") as fh:
+        bad = _ann("t-ex0002").to_line() | {"stage": "indexing"}
+        fh.write(json.dumps(bad) + "\n")
+    store.save(_ann("t-ex0003", answer_label="abstain", stage=None, types=()))
+    with pytest.warns(UserWarning, match=r"line 2\)"):
+        got = store.load("ann")
+    assert list(got) == ["t-ex0001", "t-ex0003"]

@@ -7,6 +7,8 @@ import json
 import math
 import os
 import random
+import subprocess
+import sys
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
@@ -207,6 +209,25 @@ def test_neighbours_follow_filter_and_sort(run: tuple[Path, Loaded, RunView]) ->
         view.trace("nope")
 
 
+def test_outcomes_per_example(run: tuple[Path, Loaded, RunView]) -> None:
+    _, loaded, view = run
+    out = view.outcomes()
+    assert len(out) == len(loaded.traces)
+    for t in loaded.traces:
+        o = out[t.example.example_id]
+        d = loaded.diags.get(t.trace_id)
+        assert o.trace_id == t.trace_id
+        if d is None:
+            assert o.status == "no_diagnosis" and o.answer_label is None
+        elif d.answer_label is None:
+            assert o.status == "undetermined"
+        else:
+            assert o.status == ("failing" if d.needs_diagnosis else "not_failing")
+            assert o.answer_label == d.answer_label.value
+        assert o.stage == (d.stage.value if d and d.stage else None)
+        assert o.error_type == (d.error_type.value if d and d.error_type else None)
+
+
 def test_summary_is_the_report_summary(run: tuple[Path, Loaded, RunView]) -> None:
     _, loaded, view = run
     s = view.summary()
@@ -326,3 +347,65 @@ def test_discovery_is_confined_to_roots(tmp_path: Path) -> None:
     # a root that is itself a run is listed under its own name
     solo = discover_runs([root / "b"])
     assert [e.key for e in solo] == ["b"] and resolve_key([root / "b"], "b") == root / "b"
+
+
+def test_child_process_build_is_the_same_index(tmp_path: Path) -> None:
+    root, _, _ = random_run(tmp_path / "run", n=25, seed=4)
+    here = load_or_build(root, force=True)
+    summary = (here.data.dir / "summary.json").read_text(encoding="utf-8")
+    child = load_or_build(root, force=True, child_bytes=0)  # removes the first build
+    assert child.rebuilt and child.data.dir != here.data.dir
+    assert child.data.meta == here.data.meta
+    for name, col in here.data.cols.items():
+        assert np.array_equal(col, child.data.cols[name], equal_nan=True), name
+    assert (child.data.dir / "summary.json").read_text(encoding="utf-8") == summary
+    assert not here.data.dir.exists()
+    with (root / "diagnoses.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write('{"trace_id": "t-ex0001", "example_id": 5}\n')
+    with pytest.raises(InputError) as exc:
+        load_or_build(root, child_bytes=0)
+    assert exc.value.path is not None and exc.value.path.endswith("diagnoses.jsonl")
+    assert exc.value.line == sum(1 for _ in (root / "diagnoses.jsonl").open())
+
+
+def test_an_open_view_survives_a_rebuild_that_removes_its_files(tmp_path: Path) -> None:
+    root, traces, _ = random_run(tmp_path / "run", n=20, seed=6)
+    old = RunView.open(root)
+    old_dir = next(p for p in (root / INDEX_DIR).iterdir() if p.name.startswith("idx-"))
+    with (root / "traces.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write(
+            traces[0]
+            .model_copy(
+                update={
+                    "trace_id": "t-late",
+                    "example": traces[0].example.model_copy(update={"example_id": "late"}),
+                }
+            )
+            .to_json()
+            + "\n"
+        )
+    assert load_or_build(root).rebuilt and not old_dir.exists()
+    # the old view still answers from its mapped build (the run as it was)
+    assert old.n == 20 and old.summary().n_traces == 20
+    hits = old.query(TraceFilter(text="公司"), page_size=100).rows
+    assert hits and all("公司" in r.question for r in hits)
+    assert RunView.open(root).n == 21
+
+
+def test_concurrent_builds_in_two_processes(tmp_path: Path) -> None:
+    root, _, _ = random_run(tmp_path / "run", n=40, seed=8)
+    code = (
+        "import sys; from pathlib import Path; from ragtriage.runview import RunView; "
+        "v = RunView.open(Path(sys.argv[1])); print(v.n, v.summary().failing)"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(root)], stdout=subprocess.PIPE, env=env)
+        for _ in range(3)
+    ]
+    outs = {p.communicate(timeout=120)[0] for p in procs}
+    assert all(p.returncode == 0 for p in procs)
+    assert len(outs) == 1
+    builds = [p for p in (root / INDEX_DIR).iterdir() if p.is_dir()]
+    assert len(builds) == 1
+    assert not load_or_build(root).rebuilt

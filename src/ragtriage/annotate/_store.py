@@ -20,8 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ragtriage.annotate._labels import LabelSet, label_set
-from ragtriage.jsonl import append_jsonl, atomic_write_text, scan_done_ids
+from ragtriage.annotate._labels import BUILTIN_TAXONOMIES, LabelSet, label_set
+from ragtriage.jsonl import append_jsonl, atomic_write_text, file_lock, scan_done_ids
 
 __all__ = [
     "ANNOTATIONS_DIR",
@@ -145,6 +145,18 @@ def validate_annotation(a: Annotation, labels: LabelSet | None = None) -> None:
         raise ValueError(f"note: longer than {_MAX_NOTE} characters")
 
 
+def _check_loaded(a: Annotation) -> None:
+    """A line read back must be one ``save`` accepts (a hand-edited file may not be);
+    a mined taxonomy's own types are not checked (its file may have moved)."""
+    if a.taxonomy in BUILTIN_TAXONOMIES:
+        validate_annotation(a)
+        return
+    ls = label_set("ragec")
+    validate_annotation(
+        a, replace(ls, name=a.taxonomy, types=tuple((t, "") for t in a.types), type_stage=())
+    )
+
+
 _LOCKS: dict[Path, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
 
@@ -189,7 +201,7 @@ class AnnotationStore:
         )
         path = self.path(a.annotator)
         line = a.to_line()
-        with _lock_for(path):
+        with _lock_for(path), file_lock(path.parent / f".{a.annotator}.lock"):
             # drops a torn last line (a crash mid-write) so the next line starts clean
             new = not path.exists()
             done = scan_done_ids(path, "example_id").ids
@@ -233,6 +245,7 @@ class AnnotationStore:
                     if not isinstance(obj, dict):
                         raise ValueError("not an object")
                     a = Annotation.from_line(obj)
+                    _check_loaded(a)
                 except (ValueError, UnicodeDecodeError, RecursionError):
                     bad.append(lineno)
                     continue

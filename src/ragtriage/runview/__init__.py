@@ -5,11 +5,12 @@ sort columns as ``.npy``) so a run of 100k traces opens without reading every tr
 from ragtriage.runview._discover import RunEntry, discover_runs, resolve_key
 from ragtriage.runview._filter import Page, TraceFilter, TraceRow
 from ragtriage.runview._index import INDEX_DIR
-from ragtriage.runview._view import MetricSummary, RunSummary, RunView
+from ragtriage.runview._view import MetricSummary, Outcome, RunSummary, RunView
 
 __all__ = [
     "INDEX_DIR",
     "MetricSummary",
+    "Outcome",
     "Page",
     "RunEntry",
     "RunSummary",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ragtriage.errors import RagtriageError
@@ -58,6 +59,17 @@ def _run_dirs(root: Path) -> list[Path]:
     return out
 
 
+def _mtime(run: Path) -> str | None:
+    """When the run was written (manifest, else traces), for runs without created_at."""
+    for name in ("manifest.json", _TRACES):
+        try:
+            ts = (run / name).stat().st_mtime
+        except OSError:
+            continue
+        return datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="seconds")
+    return None
+
+
 def _key(root: Path, run: Path) -> str:
     rel = run.relative_to(root)
     if not rel.parts:
@@ -103,7 +115,7 @@ def discover_runs(roots: Sequence[Path]) -> list[RunEntry]:
                 RunEntry(
                     key=key,
                     path=run,
-                    created=s.created,
+                    created=s.created or _mtime(run),
                     config_hash=s.config_hash,
                     n_traces=s.n_traces,
                     accuracy=s.accuracy,

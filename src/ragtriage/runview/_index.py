@@ -1,19 +1,25 @@
 """The on-disk index of one run directory: byte offsets and filter/sort columns.
 
 Layout (``RUN/.ragtriage-index/``): ``CURRENT`` names the live build directory, which
-holds ``meta.json`` (source files' size and mtime, vocabularies, trace ids), one ``.npy``
+holds ``meta.json`` (source files' size and mtime, vocabularies), ``ids.json``, one ``.npy``
 file per column (no pickle), ``questions.txt`` (normalised, case-folded questions, one a
-line, for text search), ``shown.txt`` (questions cut for display) and ``summary.json``.
+line, UTF-8, for text search), ``shown.txt`` (questions cut for display) and
+``summary.json``. A view maps the text files into memory, so a rebuild that removes an
+old build (in this process or another) never pulls files from under a reader.
 A build is written to a fresh directory and published by rewriting ``CURRENT``
 atomically, so a reader never sees half an index; it is rebuilt when a source file's
-size or mtime changes.
+size or mtime changes. A large run is indexed in a child process, so a server's memory
+stays what the columns need.
 """
 
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import unicodedata
 from collections.abc import Iterator
@@ -24,8 +30,8 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from ragtriage.errors import InputError
-from ragtriage.jsonl import atomic_write_text, validation_to_input_error
+from ragtriage.errors import InputError, RagtriageError
+from ragtriage.jsonl import atomic_write_text, file_lock, validation_to_input_error
 from ragtriage.records import (
     AnswerLabel,
     Diagnosis,
@@ -47,6 +53,8 @@ __all__ = [
 
 INDEX_DIR = ".ragtriage-index"
 INDEX_VERSION = 1
+#: a traces file larger than this is indexed in a child process (memory stays there)
+CHILD_BUILD_BYTES = 64 * 2**20
 TRACES = "traces.jsonl"
 DIAGNOSES = "diagnoses.jsonl"
 MANIFEST = "manifest.json"
@@ -139,6 +147,11 @@ class IndexData:
     dir: Path
     meta: dict[str, Any]
     cols: dict[str, np.ndarray[Any, Any]]
+    #: questions.txt and shown.txt, memory-mapped (they outlive a rebuild that deletes
+    #: this build's files, in this process or another)
+    folded: mmap.mmap | bytes
+    shown: mmap.mmap | bytes
+    summary_json: str
 
     @property
     def n(self) -> int:
@@ -348,8 +361,8 @@ def _build(run: Path, files: dict[str, Path | None], out: Path) -> dict[str, Any
     tier_ptr[1:] = np.cumsum([len(t) for t in tiers]) if n_traces else []
     tier_ids = np.fromiter((c for t in tiers for c in t), dtype=np.int32)
 
-    fold_blob = "\n".join(fold_lines)
-    shown_blob = "\n".join(shown_lines)
+    fold_bytes = [line.encode("utf-8") for line in fold_lines]
+    shown_bytes = [line.encode("utf-8") for line in shown_lines]
     cols: dict[str, np.ndarray[Any, Any]] = {
         "t_off": np.asarray(t_off, dtype=np.int64),
         "t_len": np.asarray(t_len, dtype=np.int64),
@@ -367,22 +380,25 @@ def _build(run: Path, files: dict[str, Path | None], out: Path) -> dict[str, Any
         "tier_ptr": tier_ptr,
         "tier_ids": tier_ids,
         "metrics": metrics,
-        "fold_starts": _starts(fold_lines),
-        "shown_starts": _starts(shown_lines),
+        "fold_starts": _starts(fold_bytes),
+        "shown_starts": _starts(shown_bytes),
     }
     for name, arr in cols.items():
         np.save(out / f"{name}.npy", arr, allow_pickle=False)
-    (out / "questions.txt").write_text(fold_blob, encoding="utf-8")
-    (out / "shown.txt").write_text(shown_blob, encoding="utf-8")
+    # a trailing newline: every line, the last too, ends one byte before the next start
+    (out / "questions.txt").write_bytes(b"".join(b + b"\n" for b in fold_bytes))
+    (out / "shown.txt").write_bytes(b"".join(b + b"\n" for b in shown_bytes))
 
     summary = _summary(list(slim.values()), dpath is not None, set(example_ids), pipeline)
     (out / "summary.json").write_text(
         summary.model_dump_json() if summary is not None else "null", encoding="utf-8"
     )
+    (out / "ids.json").write_text(
+        json.dumps({"trace_ids": trace_ids, "example_ids": example_ids}, ensure_ascii=False),
+        encoding="utf-8",
+    )
     return {
         "n": n_traces,
-        "trace_ids": trace_ids,
-        "example_ids": example_ids,
         "question_types": qvocab.names,
         "critic_tiers": tier_vocab.names,
         "metrics": metric_names,
@@ -390,11 +406,12 @@ def _build(run: Path, files: dict[str, Path | None], out: Path) -> dict[str, Any
     }
 
 
-def _starts(lines: list[str]) -> np.ndarray[Any, Any]:
-    """Character offset of each line in ``"\\n".join(lines)``, plus the end (+1)."""
+def _starts(lines: list[bytes]) -> np.ndarray[Any, Any]:
+    """Byte offset of each line in the newline-terminated file of ``lines``, plus the
+    end."""
     out = np.zeros(len(lines) + 1, dtype=np.int64)
     if lines:
-        out[1:] = np.cumsum(np.fromiter((len(s) + 1 for s in lines), dtype=np.int64))
+        out[1:] = np.cumsum(np.fromiter((len(b) + 1 for b in lines), dtype=np.int64))
     return out
 
 
@@ -420,6 +437,67 @@ def _summary(
     return s.model_copy(update={"totals": totals, "pipeline": costs})
 
 
+def _build_dir(
+    run: Path, files: dict[str, Path | None], out: Path, stamp: dict[str, list[Any] | None]
+) -> None:
+    meta = _build(run, files, out)
+    meta["version"] = INDEX_VERSION
+    # the sources may change while they are read: stamp what the build started from
+    meta["sources"] = stamp
+    (out / "meta.json").write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
+
+
+def _build_in_child(run: Path, out: Path) -> None:
+    """Build in a child process, so the parent (a server) does not keep the memory a
+    build of a large run touches; an InputError in the child is raised here."""
+    import ragtriage
+
+    pkg_root = str(Path(ragtriage.__file__).resolve().parents[1])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([pkg_root, *filter(None, [env.get("PYTHONPATH")])])
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(run), str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    if proc.returncode == 0:
+        return
+    try:
+        err = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        err = None
+    if isinstance(err, dict) and "message" in err:
+        raise InputError(
+            str(err["message"]), path=err.get("path"), line=err.get("line"), field=err.get("field")
+        )
+    raise RagtriageError(
+        f"building the index of {run} failed (exit {proc.returncode}): {proc.stderr[-2000:]}"
+    )
+
+
+_CHILD = (
+    "import sys; from ragtriage.runview._index import _child_main; "
+    "raise SystemExit(_child_main(sys.argv[1:]))"
+)
+
+
+def _child_main(argv: list[str]) -> int:
+    run, out = Path(argv[0]), Path(argv[1])
+    files = source_files(run)
+    try:
+        _build_dir(run, files, out, _stamp(files))
+    except InputError as exc:
+        print(
+            json.dumps(
+                {"message": exc.message, "path": exc.path, "line": exc.line, "field": exc.field}
+            )
+        )
+        return 2
+    return 0
+
+
 def _read_current(root: Path) -> Path | None:
     try:
         name = (root / "CURRENT").read_text(encoding="utf-8").strip()
@@ -433,44 +511,100 @@ def _read_current(root: Path) -> Path | None:
 
 def _load(d: Path) -> IndexData:
     meta = json.loads((d / "meta.json").read_text(encoding="utf-8"))
+    meta.update(json.loads((d / "ids.json").read_text(encoding="utf-8")))
     cols = {
         name: np.load(d / f"{name}.npy", mmap_mode="r", allow_pickle=False) for name in _COLUMNS
     }
-    return IndexData(dir=d, meta=meta, cols=cols)
+    return IndexData(
+        dir=d,
+        meta=meta,
+        cols=cols,
+        folded=_map(d / "questions.txt"),
+        shown=_map(d / "shown.txt"),
+        summary_json=(d / "summary.json").read_text(encoding="utf-8"),
+    )
+
+
+def _map(path: Path) -> mmap.mmap | bytes:
+    """A read-only memory map of ``path`` (``b""`` for an empty file)."""
+    with path.open("rb") as fh:
+        if os.fstat(fh.fileno()).st_size == 0:
+            return b""
+        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 def _fresh(meta: dict[str, Any], stamp: dict[str, list[Any] | None]) -> bool:
     return bool(meta.get("version") == INDEX_VERSION and meta.get("sources") == stamp)
 
 
-def load_or_build(run: Path, *, force: bool = False) -> BuiltIndex:
-    """The run's index: reused when its sources are unchanged, else built again."""
+def load_or_build(
+    run: Path,
+    *,
+    known: IndexData | None = None,
+    force: bool = False,
+    child_bytes: int = CHILD_BUILD_BYTES,
+) -> BuiltIndex:
+    """The run's index: reused when its sources are unchanged, else built again (in a
+    child process when traces.jsonl is larger than ``child_bytes``). ``known`` (an
+    index already loaded) is returned as is while it is still current, so checking
+    costs a few ``stat`` calls."""
     root = run / INDEX_DIR
     files = source_files(run)
     stamp = _stamp(files)
     current = _read_current(root)
+    if (
+        known is not None
+        and not force
+        and current is not None
+        and current == known.dir
+        and _fresh(known.meta, stamp)
+    ):
+        return BuiltIndex(known, rebuilt=False)
     if current is not None and not force:
-        try:
-            data = _load(current)
-        except (OSError, ValueError):
-            data = None
+        data = _try_load(current)
         if data is not None and _fresh(data.meta, stamp):
             return BuiltIndex(data, rebuilt=False)
     root.mkdir(parents=True, exist_ok=True)
+    # one build at a time per run, across processes
+    with file_lock(root / ".lock"):
+        # another process may have built it while this one waited
+        current = _read_current(root)
+        data = _try_load(current) if current is not None and not force else None
+        if data is not None and _fresh(data.meta, stamp):
+            return BuiltIndex(data, rebuilt=False)
+        return _rebuild(run, root, files, stamp, child_bytes)
+
+
+def _try_load(d: Path) -> IndexData | None:
+    try:
+        return _load(d)
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _rebuild(
+    run: Path,
+    root: Path,
+    files: dict[str, Path | None],
+    stamp: dict[str, list[Any] | None],
+    child_bytes: int,
+) -> BuiltIndex:
     tmp = Path(tempfile.mkdtemp(prefix="build-", dir=root))
     try:
-        meta = _build(run, files, tmp)
-        meta["version"] = INDEX_VERSION
-        # the sources may have changed while we read them: stamp what we started from
-        meta["sources"] = stamp
-        (tmp / "meta.json").write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
+        traces = files["traces"]
+        big = traces is not None and traces.is_file() and traces.stat().st_size > child_bytes
+        if big:
+            _build_in_child(run, tmp)
+        else:
+            _build_dir(run, files, tmp, stamp)
         final = root / f"idx-{os.getpid()}-{tmp.name.removeprefix('build-')}"
         os.rename(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    data = _load(final)  # before publishing: its files stay readable once loaded
     atomic_write_text(root / "CURRENT", final.name + "\n")
     for old in root.iterdir():
-        if old.is_dir() and old != final and old.name.startswith("idx-"):
+        if old.is_dir() and old != final and old.name.startswith(("idx-", "build-")):
             shutil.rmtree(old, ignore_errors=True)
-    return BuiltIndex(_load(final), rebuilt=True)
+    return BuiltIndex(data, rebuilt=True)

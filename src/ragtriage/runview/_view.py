@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -27,7 +28,7 @@ from ragtriage.runview._index import (
     load_or_build,
 )
 
-__all__ = ["MetricSummary", "RunSummary", "RunView"]
+__all__ = ["MetricSummary", "Outcome", "RunSummary", "RunView"]
 
 UNDETERMINED = "undetermined"
 _CACHE_ORDERS = 32
@@ -83,6 +84,18 @@ class RunSummary:
         }
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """The judge's verdict on one example: ``status`` is ``failing``, ``not_failing``,
+    ``undetermined`` (no answer label) or ``no_diagnosis``."""
+
+    trace_id: str
+    status: str
+    answer_label: str | None
+    stage: str | None
+    error_type: str | None
+
+
 _VIEWS: dict[Path, RunView] = {}
 _VIEWS_LOCK = threading.Lock()
 
@@ -100,8 +113,9 @@ class RunView:
         self._pos: dict[str, int] = {t: i for i, t in enumerate(data.meta["trace_ids"])}
         self._lock = threading.Lock()
         self._orders: OrderedDict[tuple[TraceFilter, str], np.ndarray[Any, Any]] = OrderedDict()
-        self._fold: str | None = None
-        self._shown: str | None = None
+        self._fold = data.folded
+        self._shown = data.shown
+        self._summary_text = data.summary_json
         self._summary: RunSummary | None = None
         self._sources = {k: str(v) if v else None for k, v in _source_paths(data).items()}
 
@@ -117,9 +131,9 @@ class RunView:
             raise InputError("run directory has no traces.jsonl", path=str(run))
         key = run.resolve()
         with _VIEWS_LOCK:
-            built = load_or_build(key)
             cached = _VIEWS.get(key)
-            if cached is not None and not built.rebuilt and cached._data.dir == built.data.dir:
+            built = load_or_build(key, known=cached._data if cached is not None else None)
+            if cached is not None and built.data is cached._data:
                 return cached
             view = cls(run, built.data, rebuilt=built.rebuilt)
             _VIEWS[key] = view
@@ -167,7 +181,7 @@ class RunView:
         return self._summary
 
     def _load_summary(self) -> RunSummary:
-        text = (self._data.dir / "summary.json").read_text(encoding="utf-8")
+        text = self._summary_text
         report = None if text.strip() == "null" else Summary.model_validate_json(text)
         manifest = _manifest(self.path)
         stages: dict[str, int] = {}
@@ -258,29 +272,13 @@ class RunView:
         if not needle:
             out[:] = True
             return out
-        blob = self._folded()
-        starts = self._cols["fold_starts"]
-        hits: list[int] = []
-        i = blob.find(needle)
-        while i >= 0:
-            hits.append(i)
-            # jump to the next line: one hit per question is enough
-            line = int(np.searchsorted(starts, i, side="right")) - 1
-            nxt = int(starts[line + 1])
-            i = blob.find(needle, nxt)
-        if hits:
-            out[np.searchsorted(starts, np.asarray(hits), side="right") - 1] = True
+        # every occurrence (C speed, in the mapped UTF-8 bytes: a UTF-8 substring match
+        # is a character substring match), then one vectorised lookup of their lines
+        pattern = re.compile(re.escape(needle.encode("utf-8")))
+        hits = np.fromiter((m.start() for m in pattern.finditer(self._fold)), dtype=np.int64)
+        if len(hits):
+            out[np.searchsorted(self._cols["fold_starts"], hits, side="right") - 1] = True
         return out
-
-    def _folded(self) -> str:
-        if self._fold is None:
-            self._fold = (self._data.dir / "questions.txt").read_text(encoding="utf-8")
-        return self._fold
-
-    def _shown_text(self) -> str:
-        if self._shown is None:
-            self._shown = (self._data.dir / "shown.txt").read_text(encoding="utf-8")
-        return self._shown
 
     def order(self, flt: TraceFilter, sort: str = "position") -> np.ndarray[Any, Any]:
         """Positions of the matching traces in display order (cached per filter+sort)."""
@@ -337,7 +335,6 @@ class RunView:
 
     def _row(self, i: int) -> TraceRow:
         c = self._cols
-        shown = self._shown_text()
         starts = c["shown_starts"]
         a, s, t1, t2 = (
             int(c["answer"][i]),
@@ -353,7 +350,7 @@ class RunView:
         return TraceRow(
             trace_id=self._meta["trace_ids"][i],
             position=i + 1,
-            question=shown[int(starts[i]) : int(starts[i + 1]) - 1],
+            question=self._shown[int(starts[i]) : int(starts[i + 1]) - 1].decode("utf-8"),
             answer_label=ANSWER_LABELS[a] if a >= 0 else (UNDETERMINED if a == -2 else None),
             stage=STAGES[s] if s >= 0 else None,
             types=tuple(TYPES[t] for t in (t1, t2) if t >= 0),
@@ -434,21 +431,32 @@ class RunView:
         q = int(self._cols["qtype"][self._position(trace_id)])
         return self.question_types[q] if q >= 0 else None
 
-    def example_status(self) -> dict[str, str]:
-        """example id -> ``failing`` | ``not_failing`` | ``undetermined`` | ``no_diagnosis``
-        (for comparing runs example by example)."""
+    def outcomes(self) -> dict[str, Outcome]:
+        """example id -> the judge's verdict on it, from the index columns (no
+        diagnosis is read): what comparing two runs example by example needs."""
         c = self._cols
-        a = np.asarray(c["answer"])
-        fails = np.asarray(c["failing"]) > 0
-        out: dict[str, str] = {}
-        for i, eid in enumerate(self._meta["example_ids"]):
-            code = int(a[i])
-            if code == -1:
-                out[eid] = "no_diagnosis"
-            elif code == -2:
-                out[eid] = UNDETERMINED
+        answer = np.asarray(c["answer"]).tolist()
+        fails = np.asarray(c["failing"]).tolist()
+        stage = np.asarray(c["stage"]).tolist()
+        type1 = np.asarray(c["type1"]).tolist()
+        out: dict[str, Outcome] = {}
+        for i, (tid, eid) in enumerate(
+            zip(self._meta["trace_ids"], self._meta["example_ids"], strict=True)
+        ):
+            a = answer[i]
+            if a == -1:
+                status, label = "no_diagnosis", None
+            elif a == -2:
+                status, label = UNDETERMINED, UNDETERMINED
             else:
-                out[eid] = "failing" if fails[i] else "not_failing"
+                status, label = ("failing" if fails[i] else "not_failing"), ANSWER_LABELS[a]
+            out[eid] = Outcome(
+                trace_id=tid,
+                status=status,
+                answer_label=label,
+                stage=STAGES[stage[i]] if stage[i] >= 0 else None,
+                error_type=TYPES[type1[i]] if type1[i] >= 0 else None,
+            )
         return out
 
 
