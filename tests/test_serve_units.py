@@ -17,6 +17,7 @@ from starlette.testclient import TestClient
 
 from _reportdata import dated_runs, make_diag, make_trace, votes_of
 from ragtriage.records import ErrorType, Stage, Trace
+from ragtriage.runview import RunView
 from ragtriage.serve._compare import compare_runs, parse_gates
 from ragtriage.serve._security import (
     CSP,
@@ -101,7 +102,7 @@ def test_chunk_place_chinese_doc() -> None:
 
 
 def test_compare_runs_transitions_metric_note_and_gates(tmp_path: Path) -> None:
-    b, a = dated_runs(tmp_path)
+    b, a = (RunView.open(p) for p in dated_runs(tmp_path))
     res = compare_runs(a, b, name_a="a", name_b="b", gates=["accuracy>=+0.2", "failing<=-3"])
     kinds = {t.example_id: t.kind for t in res.transitions}
     # a: q0..q3 all failing (retrieval); b: q0, q1 failing, q2, q3 correct

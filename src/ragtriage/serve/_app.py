@@ -78,17 +78,6 @@ def _url(path: str, params: Mapping[str, Any] | None = None, **more: Any) -> str
     return path + ("?" + urlencode(items) if items else "")
 
 
-def _stamp(run_dir: Path) -> tuple[tuple[str, int, int], ...]:
-    out = []
-    for name in _WATCHED:
-        try:
-            st = (run_dir / name).stat()
-        except OSError:
-            continue
-        out.append((name, st.st_mtime_ns, st.st_size))
-    return tuple(out)
-
-
 class _State:
     """Everything the handlers share: roots, security, caches."""
 
@@ -104,8 +93,7 @@ class _State:
         self.env = _environment()
         self._lock = threading.Lock()
         self.save_lock = threading.Lock()
-        self._views: dict[Path, tuple[tuple[tuple[str, int, int], ...], RunView]] = {}
-        self._orders: dict[tuple[Path, str, tuple[tuple[str, int, int], ...]], list[str]] = {}
+        self._orders: dict[tuple[Path, str], tuple[RunView, list[str]]] = {}
         self._entries: tuple[float, list[RunEntry]] | None = None
 
     # -- runs
@@ -116,18 +104,13 @@ class _State:
             raise HTTPException(404, f"no run {key!r} under the served directories") from None
 
     def view(self, key: str) -> RunView:
+        """The run's view (``RunView.open`` reuses an open one while its index is
+        current: a few ``stat`` calls)."""
         run_dir = self.run_dir(key)
-        stamp = _stamp(run_dir)
-        with self._lock:
-            cached = self._views.get(run_dir)
-            if cached is not None and cached[0] == stamp:
-                return cached[1]
-            try:
-                view = RunView.open(run_dir)
-            except InputError as exc:
-                raise HTTPException(422, str(exc)) from None
-            self._views[run_dir] = (stamp, view)
-            return view
+        try:
+            return RunView.open(run_dir)
+        except InputError as exc:
+            raise HTTPException(422, str(exc)) from None
 
     def entries(self) -> list[RunEntry]:
         """The runs under the roots; rediscovered when older than a few seconds (each
@@ -142,14 +125,16 @@ class _State:
         return found
 
     def order(self, view: RunView, strategy: str) -> list[str]:
-        k = (view.path, strategy, _stamp(view.path))
+        """The annotation order, computed once per view (a rebuilt index is a new view)."""
+        k = (view.path, strategy)
         with self._lock:
             got = self._orders.get(k)
-        if got is None:
-            got = sample_order(view, strategy)
-            with self._lock:
-                self._orders[k] = got
-        return got
+        if got is not None and got[0] is view:
+            return got[1]
+        order = sample_order(view, strategy)
+        with self._lock:
+            self._orders[k] = (view, order)
+        return order
 
     def render(
         self, request: Request, name: str, context: Mapping[str, Any], status: int = 200
@@ -371,10 +356,10 @@ def compare_page(request: Request) -> Response:
         "error": None,
     }
     if a and b:
-        dir_a, dir_b = st.run_dir(a), st.run_dir(b)
+        view_a, view_b = st.view(a), st.view(b)
         try:
             gates = parse_gates(gate_texts or list(DEFAULT_GATES))
-            ctx["result"] = compare_runs(dir_a, dir_b, name_a=a, name_b=b, gates=gates)
+            ctx["result"] = compare_runs(view_a, view_b, name_a=a, name_b=b, gates=gates)
         except InputError as exc:
             ctx["error"] = str(exc)
             return st.render(request, "compare.html.j2", ctx, status=400)

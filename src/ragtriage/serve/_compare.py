@@ -1,5 +1,6 @@
 """The compare page's content: two runs' diagnoses per example (fixed / broken / still
-failing), the report's before/after table, metric deltas and the gate verdicts.
+failing), the report's before/after table, metric deltas and the gate verdicts, from the two
+runs' indexes (a run of 100k traces is compared without reading its diagnoses).
 
 Reuses :mod:`ragtriage.report.compare` (Table 2 with Impr., diagnosis gates) and
 :mod:`ragtriage.metrics` (paired metric deltas and metric gates), like
@@ -22,10 +23,9 @@ from ragtriage.metrics import (
     parse_metric_gate,
     read_scores,
 )
-from ragtriage.records import Diagnosis
-from ragtriage.report.aggregate import dedupe_diagnoses, summarize
+from ragtriage.report.aggregate import summarize
 from ragtriage.report.compare import Comparison, compare_summaries, evaluate_gate, parse_gate
-from ragtriage.store import read_diagnoses
+from ragtriage.runview import Outcome, RunView
 
 __all__ = [
     "DEFAULT_GATES",
@@ -74,23 +74,14 @@ class CompareResult:
         return all(g.passed for g in self.gates)
 
 
-def _failing(d: Diagnosis) -> bool | None:
-    if d.answer_label is None:
-        return None
-    return d.needs_diagnosis
-
-
-def _short(d: Diagnosis | None) -> str:
-    if d is None:
+def _short(o: Outcome | None) -> str:
+    if o is None or o.status == "no_diagnosis":
         return "—"
-    if d.answer_label is None:
+    if o.status == "undetermined":
         return "undetermined"
-    if not d.needs_diagnosis:
-        return d.answer_label.value
-    parts = [d.stage.value if d.stage else "stage ?"]
-    if d.error_type is not None:
-        parts.append(d.error_type.value)
-    return " ".join(parts)
+    if o.status == "not_failing":
+        return o.answer_label or "not failing"
+    return " ".join(x for x in (o.stage or "stage ?", o.error_type) if x)
 
 
 def _config(run_dir: Path) -> dict[str, Any]:
@@ -102,44 +93,38 @@ def _config(run_dir: Path) -> dict[str, Any]:
     return cfg if isinstance(cfg, dict) else {}
 
 
-def _diagnoses(run_dir: Path) -> list[Diagnosis]:
-    path = run_dir / "diagnoses.jsonl"
-    if not path.is_file():
-        return []
-    diags, _ = dedupe_diagnoses(read_diagnoses(path))
-    return diags
-
-
 def compare_runs(
-    dir_a: Path,
-    dir_b: Path,
+    view_a: RunView,
+    view_b: RunView,
     *,
     name_a: str,
     name_b: str,
     gates: Sequence[str] = DEFAULT_GATES,
 ) -> CompareResult:
-    """Compare run B with run A (every delta B − A); a bad gate is an InputError."""
-    da, db = _diagnoses(dir_a), _diagnoses(dir_b)
+    """Compare run B with run A (every delta B − A) from their indexes: the report
+    summaries and the per-example verdicts, no diagnosis file is read. A bad gate is an
+    InputError."""
+    sum_a, sum_b = view_a.summary(), view_b.summary()
     comparison = compare_summaries(
-        summarize(da),
-        summarize(db),
+        sum_a.report or summarize([]),
+        sum_b.report or summarize([]),
         name_a=name_a,
         name_b=name_b,
-        config_a=_config(dir_a),
-        config_b=_config(dir_b),
+        config_a=_config(view_a.path),
+        config_b=_config(view_b.path),
     )
-    by_a = {d.example_id: d for d in da}
-    by_b = {d.example_id: d for d in db}
+    by_a, by_b = view_a.outcomes(), view_b.outcomes()
     transitions: list[Transition] = []
     counts = {k: 0 for k in (*KINDS, "still_passing", "undetermined", "only_a", "only_b")}
     counts["only_a"] = len(by_a.keys() - by_b.keys())
     counts["only_b"] = len(by_b.keys() - by_a.keys())
+    judged = ("failing", "not_failing")
     for ex in sorted(by_a.keys() & by_b.keys()):
         a, b = by_a[ex], by_b[ex]
-        fa, fb = _failing(a), _failing(b)
-        if fa is None or fb is None:
+        if a.status not in judged or b.status not in judged:
             counts["undetermined"] += 1
             continue
+        fa, fb = a.status == "failing", b.status == "failing"
         if not fa and not fb:
             counts["still_passing"] += 1
             continue
@@ -151,8 +136,8 @@ def compare_runs(
                 trace_id_a=a.trace_id,
                 trace_id_b=b.trace_id,
                 kind=kind,
-                label_a=a.answer_label.value if a.answer_label else "undetermined",
-                label_b=b.answer_label.value if b.answer_label else "undetermined",
+                label_a=a.answer_label or "",
+                label_b=b.answer_label or "",
                 diag_a=_short(a),
                 diag_b=_short(b),
             )
@@ -160,13 +145,13 @@ def compare_runs(
     order = {k: i for i, k in enumerate(("broken", "fixed", "still_failing"))}
     transitions.sort(key=lambda t: (order[t.kind], t.example_id))
 
-    sa, sb = dir_a / "scores.jsonl", dir_b / "scores.jsonl"
+    pa, pb = sum_a.sources.get("scores"), sum_b.sources.get("scores")
     deltas: list[MetricDelta] = []
     note = ""
-    if sa.is_file() and sb.is_file():
-        deltas = compare_scores(read_scores(sa), read_scores(sb))
+    if pa and pb:
+        deltas = compare_scores(read_scores(Path(pa)), read_scores(Path(pb)))
     else:
-        missing = name_a if not sa.is_file() else name_b
+        missing = name_a if not pa else name_b
         note = f"no scores.jsonl in {missing} (run `ragtriage evaluate RUN --out RUN`)"
 
     verdicts: list[GateVerdict] = []
