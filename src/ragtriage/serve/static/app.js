@@ -53,6 +53,13 @@
     });
   }
 
+  // ------------------------------------------------------------ agreement page
+  if (page === "agreement") {
+    var tf = document.getElementById("taxonomy-form");
+    var ts = document.getElementById("a-taxonomy");
+    if (tf && ts) { ts.addEventListener("change", function () { tf.submit(); }); }
+  }
+
   // ---------------------------------------------------------------- trace page
   if (page === "trace") {
     document.addEventListener("keydown", function (e) {
