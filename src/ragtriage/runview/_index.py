@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pydantic_core
 from pydantic import ValidationError
 
 from ragtriage.errors import InputError, RagtriageError
@@ -183,7 +184,8 @@ def _iter_lines(path: Path) -> Iterator[tuple[int, int, int, bytes]]:
 
 def _loads(raw: bytes, path: Path, lineno: int) -> dict[str, Any]:
     try:
-        obj = json.loads(raw)
+        # pydantic-core's parser: about 1.5x (traces) to 5x (diagnoses) json.loads
+        obj = pydantic_core.from_json(raw)
     except (ValueError, RecursionError) as exc:
         raise InputError(f"not valid JSON: {exc}", path=str(path), line=lineno) from exc
     if not isinstance(obj, dict):
