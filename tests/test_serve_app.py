@@ -325,3 +325,28 @@ def test_cli_rejects_a_missing_directory(
         main(["serve", str(tmp_path / "nope")])
     assert exc.value.code == 2
     assert "not a directory" in capsys.readouterr().err
+
+
+def test_annotation_orders(tmp_path: Path) -> None:
+    traces, diags = sample_records()
+    confidence = [0.9, 0.8, 0.95, 0.7, 0.6, None, 0.3, 0.55, 0.2, None]
+    diags = [d.model_copy(update={"confidence": c}) for d, c in zip(diags, confidence, strict=True)]
+    write_run(tmp_path / "r", "r", traces, diags)
+    client = TestClient(create_app([tmp_path]))
+    first = {}
+    for strategy in ("sequential", "stratified", "uncertain"):
+        r = client.get("/runs/r/annotate", params={"annotator": "dee", "strategy": strategy})
+        assert r.status_code == 200, strategy
+        m = re.search(r'data-trace="([^"]+)"', r.text)
+        assert m
+        first[strategy] = m.group(1)
+    assert first["sequential"] == "t-q0"
+    # undetermined diagnoses (no confidence) first, then the lowest confidence
+    assert first["uncertain"] == "t-q5"
+    nxt = client.get(
+        "/runs/r/annotate", params={"annotator": "dee", "strategy": "uncertain", "i": 2}
+    )
+    assert 'data-trace="t-q8"' in nxt.text  # 0.2
+    bad = client.get("/runs/r/annotate", params={"annotator": "dee", "strategy": "random"})
+    assert bad.status_code == 400
+    assert client.get("/runs/r/annotate", params={"annotator": "dee", "i": "99"}).status_code == 400
