@@ -372,13 +372,14 @@ def compare_page(request: Request) -> Response:
 def _taxonomy(st: _State, name: str) -> LabelSet:
     """A built-in label set, or a mined taxonomy file inside the served directories."""
     if name not in BUILTIN_TAXONOMIES:
-        p = Path(name)
-        resolved = p.resolve() if p.is_absolute() else None
-        if resolved is None or not any(resolved.is_relative_to(r) for r in st.roots):
+        # a path relative to the server's working directory or absolute; either way it
+        # must lie inside a served directory once symlinks and '..' are resolved
+        resolved = Path(name).resolve()
+        if not any(resolved.is_relative_to(r) for r in st.roots):
             raise HTTPException(
                 400,
-                "taxonomy: use 'ragec', 'critic' or the absolute path of a mined taxonomy "
-                "file inside a served directory",
+                "taxonomy: use 'ragec', 'critic' or the path of a mined taxonomy file "
+                "inside a served directory",
             )
         name = str(resolved)
     try:
