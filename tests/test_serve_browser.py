@@ -128,6 +128,8 @@ def test_browse_filter_annotate_and_agreement(
     dialogs: list[str] = []
     page.on("request", lambda r: requests.append(r.url))
     page.on("pageerror", lambda e: errors.append(str(e)))
+    console: list[str] = []
+    page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
 
     def on_dialog(d: Any) -> None:
         dialogs.append(d.message)
@@ -238,6 +240,8 @@ def test_browse_filter_annotate_and_agreement(
 
     assert dialogs == []
     assert errors == []
+    # nothing the Content-Security-Policy had to block (no inline script or style)
+    assert not [c for c in console if "Content Security Policy" in c], console
     assert all(u.startswith(base + "/") for u in requests), [
         u for u in requests if not u.startswith(base)
     ]
