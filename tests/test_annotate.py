@@ -112,11 +112,12 @@ os.kill(os.getpid(), signal.SIGKILL)
 
 
 @pytest.mark.parametrize(
-    "name", ["", "../etc", "a/b", "a b", "-x", ".hidden", "x" * 65, "名字", "a\nb", "a;b"]
+    "name",
+    ["", "../etc", "a/b", "a b", "-x", ".hidden", "x" * 65, "名字", "a\nb", "a;b", "alice\n"],
 )
 def test_bad_annotator_names(run: Path, name: str) -> None:
     store = AnnotationStore(run)
-    assert not ANNOTATOR_RE.fullmatch(name)
+    assert not ANNOTATOR_RE.fullmatch(name) and not ANNOTATOR_RE.match(name)
     with pytest.raises(ValueError, match="annotator"):
         store.save(_ann("t-ex0000", annotator=name))
     with pytest.raises(ValueError, match="annotator"):
@@ -315,3 +316,20 @@ def test_a_hand_edited_bad_line_is_skipped_on_load(run: Path) -> None:
     with pytest.warns(UserWarning, match=r"line 2\)"):
         got = store.load("ann")
     assert list(got) == ["t-ex0001", "t-ex0003"]
+
+
+def test_panel_follows_every_save(run: Path) -> None:
+    view = RunView.open(run)
+    store = AnnotationStore(run)
+    failing = [t for t in view.trace_ids() if (d := view.diagnosis(t)) and d.stage is not None]
+    t = failing[0]
+    d = view.diagnosis(t)
+    assert d is not None and d.stage is not None and d.error_type is not None
+    other = next(e for e in ErrorType if ERROR_TYPE_STAGE[e] is d.stage and e is not d.error_type)
+    store.save(_ann(t, stage=d.stage.value, types=(d.error_type.value,)))
+    first = agreement_panel(run)
+    assert agreement_panel(run) is first  # cached while nothing changed
+    assert first.vs_judge["ann"].type_accuracy == 1.0
+    # same line length, saved at once: the panel still sees the change
+    store.save(_ann(t, stage=d.stage.value, types=(other.value,)))
+    assert agreement_panel(run).vs_judge["ann"].type_accuracy == 0.0

@@ -8,13 +8,14 @@ annotators' files together (Fleiss κ, each annotator vs the others' majority).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from ragtriage.annotate._store import Annotation, AnnotationStore
+from ragtriage.annotate._store import ANNOTATIONS_DIR, Annotation, AnnotationStore
 from ragtriage.calibrate.agreement import (
     NOT_FAILING,
     AgreementReport,
@@ -146,10 +147,46 @@ def _pair(
     )
 
 
+_PANELS: dict[tuple[Any, ...], AgreementPanel] = {}
+_PANELS_LOCK = threading.Lock()
+_MAX_PANELS = 16
+
+
+def _panel_key(run_dir: Path, taxonomy: str) -> tuple[Any, ...]:
+    """What a panel depends on: the annotation files and the run's sources."""
+    files = []
+    ann = run_dir / ANNOTATIONS_DIR
+    for p in sorted(ann.glob("*.jsonl")) if ann.is_dir() else []:
+        st = p.stat()
+        files.append((p.name, st.st_ino, st.st_size, st.st_mtime_ns))
+    sources = []
+    for name in ("traces.jsonl", "diagnoses.jsonl"):
+        try:
+            st = (run_dir / name).stat()
+        except OSError:
+            continue
+        sources.append((name, st.st_ino, st.st_size, st.st_mtime_ns))
+    return (str(run_dir.resolve()), taxonomy, tuple(files), tuple(sources))
+
+
 def agreement_panel(run_dir: Path, taxonomy: str = "ragec") -> AgreementPanel:
     """Agreement of the run's annotators (``RUN/annotations/*.jsonl``) with each other
     and with the judge's diagnoses. ``taxonomy`` selects which annotations count (those
-    saved with that label set)."""
+    saved with that label set). Cached until an annotation file or the run changes."""
+    key = _panel_key(Path(run_dir), taxonomy)
+    with _PANELS_LOCK:
+        hit = _PANELS.get(key)
+    if hit is not None:
+        return hit
+    panel = _compute_panel(Path(run_dir), taxonomy)
+    with _PANELS_LOCK:
+        _PANELS[key] = panel
+        while len(_PANELS) > _MAX_PANELS:
+            _PANELS.pop(next(iter(_PANELS)))
+    return panel
+
+
+def _compute_panel(run_dir: Path, taxonomy: str) -> AgreementPanel:
     store = AnnotationStore(run_dir)
     loaded = {
         name: {t: a for t, a in anns.items() if a.taxonomy == taxonomy}

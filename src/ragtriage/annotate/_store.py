@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 ANNOTATIONS_DIR = "annotations"
-ANNOTATOR_RE: re.Pattern[str] = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+ANNOTATOR_RE: re.Pattern[str] = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")  # \Z: no "\n"
 _MAX_NOTE = 10_000
 
 
