@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,28 +20,13 @@ from pathlib import Path
 
 import httpx
 
+from ragtriage.serve._browser import CHROMIUM, CHROMIUM_ARGS, free_port
+
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def _cli(*args: str) -> None:
     subprocess.run([sys.executable, "-m", "ragtriage", *args], check=True, cwd=ROOT)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def build_runs(work: Path, limit: int) -> Path:
@@ -71,7 +55,7 @@ def main() -> None:
 
     work = args.work or Path(tempfile.mkdtemp(prefix="ragtriage-serve-"))
     runs = build_runs(work, args.limit)
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen(
         [sys.executable, "-m", "ragtriage", "serve", str(runs), "--port", str(port)],
@@ -86,7 +70,9 @@ def main() -> None:
             except httpx.TransportError:
                 time.sleep(0.2)
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            browser = pw.chromium.launch(
+                executable_path=CHROMIUM, headless=True, args=list(CHROMIUM_ARGS)
+            )
             page = browser.new_page(viewport={"width": 1440, "height": 1000})
             # the least faithful answer that states something: claims shaded by support
             page.goto(

@@ -9,7 +9,6 @@ browser-deps``; playwright's own browser download is never used).
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -20,21 +19,14 @@ from typing import Any
 import httpx
 import pytest
 
+pytest.importorskip("starlette", reason="the serve extra is not installed")
+
 from _reportdata import dated_runs, sample_records, write_run
 from ragtriage.records import Trace
+from ragtriage.serve._browser import CHROMIUM, CHROMIUM_ARGS, free_port
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 XSS = "<script>alert(1)</script><img src=x onerror=alert(2)>"
 TOKEN = "browser-test-token-0123"
 
@@ -42,19 +34,12 @@ TOKEN = "browser-test-token-0123"
 def _skip_reason() -> str | None:
     if not Path(CHROMIUM).exists():
         return "Debian chromium is not installed (make browser-deps / apt-get install chromium)"
-    for mod in ("playwright.sync_api", "uvicorn", "starlette"):
+    for mod in ("playwright.sync_api", "uvicorn"):
         try:
             __import__(mod)
         except ImportError:
             return f"{mod} is not installed (pip install 'ragtriage[serve,browser]')"
     return None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +54,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     traces[8] = Trace.model_validate(data)
     write_run(root / "demo", "demo", traces, diags)
     dated_runs(root)
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "ragtriage", "serve", str(root), "--port", str(port)],
         stdout=subprocess.PIPE,
@@ -108,7 +93,7 @@ def browser(server: tuple[str, Path]) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=list(CHROMIUM_ARGS))
         try:
             yield b
         finally:
