@@ -409,3 +409,19 @@ def test_concurrent_builds_in_two_processes(tmp_path: Path) -> None:
     builds = [p for p in (root / INDEX_DIR).iterdir() if p.is_dir()]
     assert len(builds) == 1
     assert not load_or_build(root).rebuilt
+
+
+def test_a_broken_run_is_listed_with_its_error(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    random_run(root / "good", n=3, seed=1, with_extras=False)
+    bad, _, _ = random_run(root / "bad", n=3, seed=2, with_extras=False)
+    with (bad / "diagnoses.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write("{not json\n")
+    entries = {e.key: e for e in discover_runs([root])}
+    assert entries["good"].error is None and entries["good"].n_traces == 3
+    last = sum(1 for _ in (bad / "diagnoses.jsonl").open(encoding="utf-8"))
+    assert entries["bad"].error is not None
+    assert f"diagnoses.jsonl:{last}: not valid JSON" in entries["bad"].error
+    assert entries["bad"].n_traces == 0 and entries["bad"].accuracy is None
+    with pytest.raises(InputError, match=r"traces\.jsonl"):
+        RunView.open(tmp_path / "root")
