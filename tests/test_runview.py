@@ -425,3 +425,15 @@ def test_a_broken_run_is_listed_with_its_error(tmp_path: Path) -> None:
     assert entries["bad"].n_traces == 0 and entries["bad"].accuracy is None
     with pytest.raises(InputError, match=r"traces\.jsonl"):
         RunView.open(tmp_path / "root")
+
+
+def test_index_goes_to_the_cache_when_the_run_cannot_be_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, _, _ = random_run(tmp_path / "run", n=6, seed=9, with_extras=False)
+    (root / INDEX_DIR).write_text("not a directory", encoding="utf-8")  # mkdir fails
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    view = RunView.open(root)
+    assert view.n == 6 and view.query(TraceFilter(text="#3")).total == 1
+    built = load_or_build(root)
+    assert not built.rebuilt and built.data.dir.is_relative_to(tmp_path / "cache")

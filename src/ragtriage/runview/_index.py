@@ -14,6 +14,7 @@ stays what the columns need.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import mmap
 import os
@@ -48,6 +49,7 @@ __all__ = [
     "BuiltIndex",
     "IndexData",
     "fold_text",
+    "index_root",
     "load_or_build",
     "source_files",
 ]
@@ -539,6 +541,30 @@ def _fresh(meta: dict[str, Any], stamp: dict[str, list[Any] | None]) -> bool:
     return bool(meta.get("version") == INDEX_VERSION and meta.get("sources") == stamp)
 
 
+def _cache_home() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "ragtriage" / "run-index"
+
+
+def index_root(run: Path) -> Path:
+    """``RUN/.ragtriage-index``, or, when the run directory cannot be written (a
+    read-only share), a directory of its own under ``$XDG_CACHE_HOME/ragtriage``."""
+    own = run / INDEX_DIR
+    if own.is_dir() and os.access(own, os.W_OK):
+        return own  # the usual case, checked without writing
+    try:
+        own.mkdir(exist_ok=True)
+        probe = own / ".probe"
+        probe.touch()
+        probe.unlink()
+        return own
+    except OSError:
+        digest = hashlib.sha256(str(run.resolve()).encode("utf-8")).hexdigest()[:20]
+        alt = _cache_home() / digest
+        alt.mkdir(parents=True, exist_ok=True)
+        return alt
+
+
 def load_or_build(
     run: Path,
     *,
@@ -550,7 +576,7 @@ def load_or_build(
     child process when traces.jsonl is larger than ``child_bytes``). ``known`` (an
     index already loaded) is returned as is while it is still current, so checking
     costs a few ``stat`` calls."""
-    root = run / INDEX_DIR
+    root = index_root(run)
     files = source_files(run)
     stamp = _stamp(files)
     current = _read_current(root)
