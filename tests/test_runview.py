@@ -41,6 +41,11 @@ class Loaded:
             self.qtype[t.trace_id] = (
                 labels.get(t.example.example_id) or (d.label if d else None) or t.example.label
             )
+        self.tiers: dict[str, list[str]] = {
+            t: [*d.tier1, *d.tier2, *d.tier3] for t, d in self.diags.items()
+        }
+        for _, o in iter_json_lines(run / "critic.jsonl"):
+            self.tiers.setdefault(o["trace_id"], []).extend([*o["tier1"], *o["tier2"], *o["tier3"]])
         self.scores: dict[str, dict[str, float]] = {}
         for _, o in iter_json_lines(run / "eval" / "scores.jsonl"):
             self.scores[o["trace_id"]] = {
@@ -65,8 +70,8 @@ class Loaded:
                     continue
             if flt.question_type is not None and self.qtype[t.trace_id] != flt.question_type:
                 continue
-            if flt.critic_tier is not None and not (
-                d and flt.critic_tier in (*d.tier1, *d.tier2, *d.tier3)
+            if flt.critic_tier is not None and flt.critic_tier not in self.tiers.get(
+                t.trace_id, []
             ):
                 continue
             conf = d.confidence if d else None
@@ -130,7 +135,7 @@ def _random_filters(rng: random.Random, tiers: list[str]) -> list[TraceFilter]:
 
 def test_filters_match_brute_force(run: tuple[Path, Loaded, RunView]) -> None:
     _, loaded, view = run
-    tiers = sorted({x for d in loaded.diags.values() for x in (*d.tier1, *d.tier2)})
+    tiers = sorted({x for ts in loaded.tiers.values() for x in ts})
     nonempty = 0
     for flt in _random_filters(random.Random(7), tiers):
         expected = loaded.keep(flt)
@@ -155,6 +160,8 @@ def test_rows_hold_the_loaded_values(run: tuple[Path, Loaded, RunView]) -> None:
             tuple(x.value for x in (d.error_type, d.second_type) if x) if d else ()
         )
         assert dict(row.metrics) == loaded.scores.get(t.trace_id, {})
+        tiers = loaded.tiers.get(t.trace_id) or [None]
+        assert row.critic_tier == tiers[0]
         assert view.trace(t.trace_id) == t
         assert view.diagnosis(t.trace_id) == d
         assert view.label(t.trace_id) == loaded.qtype[t.trace_id]

@@ -63,6 +63,7 @@ DIAGNOSES = "diagnoses.jsonl"
 MANIFEST = "manifest.json"
 LABELS = "labels.jsonl"
 SCORES = "scores.jsonl"
+CRITIC = "critic.jsonl"
 METRICS_JSON = "metrics.json"
 _SKIP_DIRS = {INDEX_DIR, "annotations"}
 
@@ -123,6 +124,7 @@ def source_files(run: Path) -> dict[str, Path | None]:
         "diagnoses": run / DIAGNOSES if (run / DIAGNOSES).is_file() else None,
         "manifest": run / MANIFEST if (run / MANIFEST).is_file() else None,
         "labels": _find_next_to(run, LABELS),
+        "critic": _find_next_to(run, CRITIC),
         "scores": scores,
         "metrics": metrics if metrics is not None and metrics.is_file() else None,
     }
@@ -312,6 +314,27 @@ def _build(run: Path, files: dict[str, Path | None], out: Path) -> dict[str, Any
             confidence[i] = d.confidence if d.confidence is not None else np.nan
             tiers[i] = [tier_vocab.code(t) for t in dict.fromkeys([*d.tier1, *d.tier2, *d.tier3])]
             diag_label[i] = d.label
+
+    # RAG-Critic tags of `ragtriage critic` (critic.jsonl), added to the diagnoses'
+    cpath = files["critic"]
+    if cpath is not None:
+        pos_of_example = {eid: i for i, eid in enumerate(example_ids)}
+        for lineno, _off, _n, raw in _iter_lines(cpath):
+            obj = _loads(raw, cpath, lineno)
+            c_tid, c_eid = obj.get("trace_id"), obj.get("example_id")
+            ci = pos_of.get(c_tid) if isinstance(c_tid, str) and c_tid else None
+            if ci is None and isinstance(c_eid, str):
+                ci = pos_of_example.get(c_eid)
+            if ci is None:
+                continue
+            tags = [
+                t
+                for key in ("tier1", "tier2", "tier3")
+                if isinstance(obj.get(key), list)
+                for t in obj[key]
+                if isinstance(t, str) and t
+            ]
+            tiers[ci] = list(dict.fromkeys([*tiers[ci], *(tier_vocab.code(t) for t in tags)]))
 
     # question types: `ragtriage label` output, else the diagnosis', else the example's
     labels_by_example: dict[str, str] = {}
