@@ -41,12 +41,16 @@ class Loaded:
             self.qtype[t.trace_id] = (
                 labels.get(t.example.example_id) or (d.label if d else None) or t.example.label
             )
+        self.critic = {o["trace_id"]: o for _, o in iter_json_lines(run / "critic.jsonl")}
         self.tiers: dict[str, list[str]] = {
             t: [*d.tier1, *d.tier2, *d.tier3] for t, d in self.diags.items()
         }
         for _, o in iter_json_lines(run / "critic.jsonl"):
             self.tiers.setdefault(o["trace_id"], []).extend([*o["tier1"], *o["tier2"], *o["tier3"]])
         self.scores: dict[str, dict[str, float]] = {}
+        self.score_lines = {
+            o["trace_id"]: o for _, o in iter_json_lines(run / "eval" / "scores.jsonl")
+        }
         for _, o in iter_json_lines(run / "eval" / "scores.jsonl"):
             self.scores[o["trace_id"]] = {
                 k: v["value"] for k, v in o["scores"].items() if not isinstance(v["value"], str)
@@ -165,6 +169,8 @@ def test_rows_hold_the_loaded_values(run: tuple[Path, Loaded, RunView]) -> None:
         assert view.trace(t.trace_id) == t
         assert view.diagnosis(t.trace_id) == d
         assert view.label(t.trace_id) == loaded.qtype[t.trace_id]
+        assert view.critic_verdict(t.trace_id) == loaded.critic.get(t.trace_id)
+        assert view.trace_metrics(t.trace_id) == loaded.score_lines.get(t.trace_id)
 
 
 def _brute_sorted(

@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 INDEX_DIR = ".ragtriage-index"
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 #: a traces file larger than this is indexed in a child process (memory stays there)
 CHILD_BUILD_BYTES = 64 * 2**20
 TRACES = "traces.jsonl"
@@ -77,6 +77,8 @@ _COLUMNS = (
     "d_len",
     "s_off",
     "s_len",
+    "c_off",
+    "c_len",
     "answer",
     "stage",
     "type1",
@@ -316,10 +318,12 @@ def _build(run: Path, files: dict[str, Path | None], out: Path) -> dict[str, Any
             diag_label[i] = d.label
 
     # RAG-Critic tags of `ragtriage critic` (critic.jsonl), added to the diagnoses'
+    c_off = np.full(n_traces, -1, dtype=np.int64)
+    c_len = np.zeros(n_traces, dtype=np.int64)
     cpath = files["critic"]
     if cpath is not None:
         pos_of_example = {eid: i for i, eid in enumerate(example_ids)}
-        for lineno, _off, _n, raw in _iter_lines(cpath):
+        for lineno, off, n, raw in _iter_lines(cpath):
             obj = _loads(raw, cpath, lineno)
             c_tid, c_eid = obj.get("trace_id"), obj.get("example_id")
             ci = pos_of.get(c_tid) if isinstance(c_tid, str) and c_tid else None
@@ -327,6 +331,8 @@ def _build(run: Path, files: dict[str, Path | None], out: Path) -> dict[str, Any
                 ci = pos_of_example.get(c_eid)
             if ci is None:
                 continue
+            c_off[ci] = off
+            c_len[ci] = n
             tags = [
                 t
                 for key in ("tier1", "tier2", "tier3")
@@ -397,6 +403,8 @@ def _build(run: Path, files: dict[str, Path | None], out: Path) -> dict[str, Any
         "d_len": d_len,
         "s_off": s_off,
         "s_len": s_len,
+        "c_off": c_off,
+        "c_len": c_len,
         "answer": answer,
         "stage": stage,
         "type1": type1,
