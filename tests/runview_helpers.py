@@ -29,7 +29,7 @@ def random_run(
 ) -> tuple[Path, list[Trace], list[Diagnosis]]:
     """Write ``root/manifest.json``, ``traces.jsonl``, ``diagnoses.jsonl`` (most traces
     have one; some undetermined, some not failing), and with extras
-    ``label/labels.jsonl`` and ``eval/scores.jsonl``."""
+    ``label/labels.jsonl``, ``eval/scores.jsonl`` and ``critic.jsonl``."""
     rng = random.Random(seed)
     traces: list[Trace] = []
     diags: list[Diagnosis] = []
@@ -113,4 +113,22 @@ def random_run(
                 }
             )
         write_jsonl(root / "eval" / "scores.jsonl", scores)
+        # `ragtriage critic` verdicts (tier tags) for some traces, keyed by trace id
+        verdicts = []
+        for t in traces:
+            if rng.random() < 0.3:
+                t1, t2 = tiers_of_ragec(rng.choice(types))
+                verdicts.append(
+                    {
+                        "example_id": t.example.example_id,
+                        "trace_id": t.trace_id,
+                        "critic": "rules",
+                        "reference": True,
+                        "judgement": "error",
+                        "tier1": t1,
+                        "tier2": t2,
+                        "tier3": ["Numerical Error 数字错误"],
+                    }
+                )
+        write_jsonl(root / "critic.jsonl", verdicts)
     return root, traces, diags

@@ -41,7 +41,16 @@ class Loaded:
             self.qtype[t.trace_id] = (
                 labels.get(t.example.example_id) or (d.label if d else None) or t.example.label
             )
+        self.critic = {o["trace_id"]: o for _, o in iter_json_lines(run / "critic.jsonl")}
+        self.tiers: dict[str, list[str]] = {
+            t: [*d.tier1, *d.tier2, *d.tier3] for t, d in self.diags.items()
+        }
+        for _, o in iter_json_lines(run / "critic.jsonl"):
+            self.tiers.setdefault(o["trace_id"], []).extend([*o["tier1"], *o["tier2"], *o["tier3"]])
         self.scores: dict[str, dict[str, float]] = {}
+        self.score_lines = {
+            o["trace_id"]: o for _, o in iter_json_lines(run / "eval" / "scores.jsonl")
+        }
         for _, o in iter_json_lines(run / "eval" / "scores.jsonl"):
             self.scores[o["trace_id"]] = {
                 k: v["value"] for k, v in o["scores"].items() if not isinstance(v["value"], str)
@@ -65,8 +74,8 @@ class Loaded:
                     continue
             if flt.question_type is not None and self.qtype[t.trace_id] != flt.question_type:
                 continue
-            if flt.critic_tier is not None and not (
-                d and flt.critic_tier in (*d.tier1, *d.tier2, *d.tier3)
+            if flt.critic_tier is not None and flt.critic_tier not in self.tiers.get(
+                t.trace_id, []
             ):
                 continue
             conf = d.confidence if d else None
@@ -130,7 +139,7 @@ def _random_filters(rng: random.Random, tiers: list[str]) -> list[TraceFilter]:
 
 def test_filters_match_brute_force(run: tuple[Path, Loaded, RunView]) -> None:
     _, loaded, view = run
-    tiers = sorted({x for d in loaded.diags.values() for x in (*d.tier1, *d.tier2)})
+    tiers = sorted({x for ts in loaded.tiers.values() for x in ts})
     nonempty = 0
     for flt in _random_filters(random.Random(7), tiers):
         expected = loaded.keep(flt)
@@ -155,9 +164,13 @@ def test_rows_hold_the_loaded_values(run: tuple[Path, Loaded, RunView]) -> None:
             tuple(x.value for x in (d.error_type, d.second_type) if x) if d else ()
         )
         assert dict(row.metrics) == loaded.scores.get(t.trace_id, {})
+        tiers = loaded.tiers.get(t.trace_id) or [None]
+        assert row.critic_tier == tiers[0]
         assert view.trace(t.trace_id) == t
         assert view.diagnosis(t.trace_id) == d
         assert view.label(t.trace_id) == loaded.qtype[t.trace_id]
+        assert view.critic_verdict(t.trace_id) == loaded.critic.get(t.trace_id)
+        assert view.trace_metrics(t.trace_id) == loaded.score_lines.get(t.trace_id)
 
 
 def _brute_sorted(
@@ -409,3 +422,31 @@ def test_concurrent_builds_in_two_processes(tmp_path: Path) -> None:
     builds = [p for p in (root / INDEX_DIR).iterdir() if p.is_dir()]
     assert len(builds) == 1
     assert not load_or_build(root).rebuilt
+
+
+def test_a_broken_run_is_listed_with_its_error(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    random_run(root / "good", n=3, seed=1, with_extras=False)
+    bad, _, _ = random_run(root / "bad", n=3, seed=2, with_extras=False)
+    with (bad / "diagnoses.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write("{not json\n")
+    entries = {e.key: e for e in discover_runs([root])}
+    assert entries["good"].error is None and entries["good"].n_traces == 3
+    last = sum(1 for _ in (bad / "diagnoses.jsonl").open(encoding="utf-8"))
+    assert entries["bad"].error is not None
+    assert f"diagnoses.jsonl:{last}: not valid JSON" in entries["bad"].error
+    assert entries["bad"].n_traces == 0 and entries["bad"].accuracy is None
+    with pytest.raises(InputError, match=r"traces\.jsonl"):
+        RunView.open(tmp_path / "root")
+
+
+def test_index_goes_to_the_cache_when_the_run_cannot_be_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, _, _ = random_run(tmp_path / "run", n=6, seed=9, with_extras=False)
+    (root / INDEX_DIR).write_text("not a directory", encoding="utf-8")  # mkdir fails
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    view = RunView.open(root)
+    assert view.n == 6 and view.query(TraceFilter(text="#3")).total == 1
+    built = load_or_build(root)
+    assert not built.rebuilt and built.data.dir.is_relative_to(tmp_path / "cache")

@@ -14,6 +14,7 @@ stays what the columns need.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import mmap
 import os
@@ -48,12 +49,13 @@ __all__ = [
     "BuiltIndex",
     "IndexData",
     "fold_text",
+    "index_root",
     "load_or_build",
     "source_files",
 ]
 
 INDEX_DIR = ".ragtriage-index"
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 #: a traces file larger than this is indexed in a child process (memory stays there)
 CHILD_BUILD_BYTES = 64 * 2**20
 TRACES = "traces.jsonl"
@@ -61,6 +63,7 @@ DIAGNOSES = "diagnoses.jsonl"
 MANIFEST = "manifest.json"
 LABELS = "labels.jsonl"
 SCORES = "scores.jsonl"
+CRITIC = "critic.jsonl"
 METRICS_JSON = "metrics.json"
 _SKIP_DIRS = {INDEX_DIR, "annotations"}
 
@@ -74,6 +77,8 @@ _COLUMNS = (
     "d_len",
     "s_off",
     "s_len",
+    "c_off",
+    "c_len",
     "answer",
     "stage",
     "type1",
@@ -121,6 +126,7 @@ def source_files(run: Path) -> dict[str, Path | None]:
         "diagnoses": run / DIAGNOSES if (run / DIAGNOSES).is_file() else None,
         "manifest": run / MANIFEST if (run / MANIFEST).is_file() else None,
         "labels": _find_next_to(run, LABELS),
+        "critic": _find_next_to(run, CRITIC),
         "scores": scores,
         "metrics": metrics if metrics is not None and metrics.is_file() else None,
     }
@@ -311,6 +317,31 @@ def _build(run: Path, files: dict[str, Path | None], out: Path) -> dict[str, Any
             tiers[i] = [tier_vocab.code(t) for t in dict.fromkeys([*d.tier1, *d.tier2, *d.tier3])]
             diag_label[i] = d.label
 
+    # RAG-Critic tags of `ragtriage critic` (critic.jsonl), added to the diagnoses'
+    c_off = np.full(n_traces, -1, dtype=np.int64)
+    c_len = np.zeros(n_traces, dtype=np.int64)
+    cpath = files["critic"]
+    if cpath is not None:
+        pos_of_example = {eid: i for i, eid in enumerate(example_ids)}
+        for lineno, off, n, raw in _iter_lines(cpath):
+            obj = _loads(raw, cpath, lineno)
+            c_tid, c_eid = obj.get("trace_id"), obj.get("example_id")
+            ci = pos_of.get(c_tid) if isinstance(c_tid, str) and c_tid else None
+            if ci is None and isinstance(c_eid, str):
+                ci = pos_of_example.get(c_eid)
+            if ci is None:
+                continue
+            c_off[ci] = off
+            c_len[ci] = n
+            tags = [
+                t
+                for key in ("tier1", "tier2", "tier3")
+                if isinstance(obj.get(key), list)
+                for t in obj[key]
+                if isinstance(t, str) and t
+            ]
+            tiers[ci] = list(dict.fromkeys([*tiers[ci], *(tier_vocab.code(t) for t in tags)]))
+
     # question types: `ragtriage label` output, else the diagnosis', else the example's
     labels_by_example: dict[str, str] = {}
     lpath = files["labels"]
@@ -372,6 +403,8 @@ def _build(run: Path, files: dict[str, Path | None], out: Path) -> dict[str, Any
         "d_len": d_len,
         "s_off": s_off,
         "s_len": s_len,
+        "c_off": c_off,
+        "c_len": c_len,
         "answer": answer,
         "stage": stage,
         "type1": type1,
@@ -539,6 +572,30 @@ def _fresh(meta: dict[str, Any], stamp: dict[str, list[Any] | None]) -> bool:
     return bool(meta.get("version") == INDEX_VERSION and meta.get("sources") == stamp)
 
 
+def _cache_home() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "ragtriage" / "run-index"
+
+
+def index_root(run: Path) -> Path:
+    """``RUN/.ragtriage-index``, or, when the run directory cannot be written (a
+    read-only share), a directory of its own under ``$XDG_CACHE_HOME/ragtriage``."""
+    own = run / INDEX_DIR
+    if own.is_dir() and os.access(own, os.W_OK):
+        return own  # the usual case, checked without writing
+    try:
+        own.mkdir(exist_ok=True)
+        probe = own / ".probe"
+        probe.touch()
+        probe.unlink()
+        return own
+    except OSError:
+        digest = hashlib.sha256(str(run.resolve()).encode("utf-8")).hexdigest()[:20]
+        alt = _cache_home() / digest
+        alt.mkdir(parents=True, exist_ok=True)
+        return alt
+
+
 def load_or_build(
     run: Path,
     *,
@@ -550,7 +607,7 @@ def load_or_build(
     child process when traces.jsonl is larger than ``child_bytes``). ``known`` (an
     index already loaded) is returned as is while it is still current, so checking
     costs a few ``stat`` calls."""
-    root = run / INDEX_DIR
+    root = index_root(run)
     files = source_files(run)
     stamp = _stamp(files)
     current = _read_current(root)

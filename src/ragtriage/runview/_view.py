@@ -426,6 +426,15 @@ class RunView:
         obj = json.loads(self._read("scores", off, int(self._cols["s_len"][i])))
         return obj if isinstance(obj, dict) else None
 
+    def critic_verdict(self, trace_id: str) -> Mapping[str, Any] | None:
+        """The trace's line of ``critic.jsonl`` (``ragtriage critic``), when present."""
+        i = self._position(trace_id)
+        off = int(self._cols["c_off"][i])
+        if off < 0:
+            return None
+        obj = json.loads(self._read("critic", off, int(self._cols["c_len"][i])))
+        return obj if isinstance(obj, dict) else None
+
     def label(self, trace_id: str) -> str | None:
         """The question-type label (``ragtriage label``, else the diagnosis', else the
         example's)."""
