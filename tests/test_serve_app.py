@@ -350,3 +350,32 @@ def test_annotation_orders(tmp_path: Path) -> None:
     bad = client.get("/runs/r/annotate", params={"annotator": "dee", "strategy": "random"})
     assert bad.status_code == 400
     assert client.get("/runs/r/annotate", params={"annotator": "dee", "i": "99"}).status_code == 400
+
+
+def test_trace_page_shows_the_critic_verdict(tmp_path: Path) -> None:
+    from ragtriage.critic import CriticVerdict
+    from ragtriage.jsonl import write_jsonl
+
+    traces, diags = sample_records()
+    run = write_run(tmp_path / "r", "r", traces, diags)
+    write_jsonl(
+        run / "critic.jsonl",
+        [
+            CriticVerdict(
+                example_id="q8",
+                trace_id="t-q8",
+                critic="rules",
+                reference=False,
+                judgement="error",
+                tier1=["Incomplete Information"],
+                tier2=["Insufficient or Incomplete Information Retrieval"],
+                analysis=XSS,
+                ragec_types=["E4"],
+            )
+        ],
+    )
+    client = TestClient(create_app([tmp_path]))
+    html = client.get("/runs/r/traces/t-q8").text
+    assert 'id="sec-critic"' in html and "Incomplete Information" in html
+    assert XSS not in html and "&lt;img src=x onerror=alert(2)&gt;" in html
+    assert 'id="sec-critic"' not in client.get("/runs/r/traces/t-q7").text

@@ -19,6 +19,7 @@ from urllib.parse import quote, urlencode
 
 from jinja2 import Environment
 from markupsafe import Markup
+from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -40,6 +41,7 @@ from ragtriage.annotate import (
     sample_order,
 )
 from ragtriage.calibrate.agreement import KappaResult
+from ragtriage.critic import CriticVerdict
 from ragtriage.errors import InputError
 from ragtriage.records import ERROR_TYPE_NAMES, AnswerLabel, Diagnosis, ErrorType, Stage
 from ragtriage.report import svg
@@ -317,6 +319,7 @@ def trace_page(request: Request) -> Response:
         prev_id, next_id = view.neighbours(trace_id, flt, sort)
     except ValueError as exc:
         raise HTTPException(400, str(exc)) from None
+    critic, critic_error = _critic(view, trace_id)
     store = AnnotationStore(view.path)
     labels = []
     for name in store.annotators():
@@ -337,8 +340,24 @@ def trace_page(request: Request) -> Response:
             "keep": _state_query(flt, sort),
             "flt": flt,
             "labels": labels,
+            "critic": critic,
+            "critic_error": critic_error,
         },
     )
+
+
+def _critic(view: RunView, trace_id: str) -> tuple[CriticVerdict | None, str | None]:
+    """The trace's ``ragtriage critic`` verdict, or why its line cannot be shown."""
+    raw = view.critic_verdict(trace_id)
+    if raw is None:
+        return None, None
+    try:
+        return CriticVerdict.model_validate(raw), None
+    except ValidationError as exc:
+        return (
+            None,
+            f"critic.jsonl line of this trace is not a critic verdict: {exc.errors()[0]['msg']}",
+        )
 
 
 def compare_page(request: Request) -> Response:
