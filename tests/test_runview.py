@@ -64,7 +64,12 @@ class Loaded:
                 continue
             if flt.type is not None and not (d and d.error_type and d.error_type.value == flt.type):
                 continue
-            if flt.answer_label is not None:
+            if flt.answer_label in ("failing", "not_failing"):
+                if d is None or d.answer_label is None:
+                    continue
+                if d.needs_diagnosis != (flt.answer_label == "failing"):
+                    continue
+            elif flt.answer_label is not None:
                 label = (
                     None
                     if d is None
@@ -115,7 +120,10 @@ def _random_filters(rng: random.Random, tiers: list[str]) -> list[TraceFilter]:
             kw["type"] = rng.choice([f"E{i}" for i in range(1, 17)])
         if rng.random() < 0.3:
             kw["answer_label"] = rng.choice(
-                ["correct", "possible_correct", "incorrect", "abstain", "undetermined"]
+                [
+                    *("correct", "possible_correct", "incorrect", "abstain"),
+                    *("undetermined", "failing", "not_failing"),
+                ]
             )
         if rng.random() < 0.3:
             kw["question_type"] = rng.choice([*QTYPES, "nope"])

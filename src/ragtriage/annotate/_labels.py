@@ -4,6 +4,7 @@ taxonomy mined by ``ragtriage mine``."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,7 @@ def _question_types() -> tuple[str, ...]:
 _STAGES = tuple(s.value for s in Stage)
 
 
+@cache
 def _ragec() -> LabelSet:
     return LabelSet(
         name="ragec",
@@ -71,6 +73,7 @@ def _ragec() -> LabelSet:
     )
 
 
+@cache
 def _critic() -> LabelSet:
     from ragtriage.critic import error_system
 

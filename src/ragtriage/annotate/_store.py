@@ -177,13 +177,13 @@ class AnnotationStore:
     def path(self, annotator: str) -> Path:
         return self.dir / f"{check_annotator(annotator)}.jsonl"
 
-    def _example_id(self, trace_id: str) -> str:
-        """The example id of ``trace_id`` in the run (the trace id when the run has
-        no such trace)."""
+    def _example_id(self, trace_id: str, given: str) -> str:
+        """The example id of ``trace_id`` in the run (in a directory without
+        traces.jsonl: ``given``, else the trace id)."""
         from ragtriage.runview import RunView
 
         if not (self.run_dir / "traces.jsonl").is_file():
-            return trace_id
+            return given or trace_id
         view = RunView.open(self.run_dir)
         try:
             return view.example_id(trace_id)
@@ -191,12 +191,12 @@ class AnnotationStore:
             raise ValueError(f"trace_id: {trace_id!r} is not a trace of this run") from None
 
     def save(self, a: Annotation) -> Annotation:
-        """Validate and save ``a`` (its ``example_id`` and ``saved_at`` filled in); the
-        saved annotation is returned."""
+        """Validate and save ``a`` (its ``example_id`` taken from the run, ``saved_at``
+        filled in when empty); the saved annotation is returned."""
         validate_annotation(a)
         a = replace(
             a,
-            example_id=a.example_id or self._example_id(a.trace_id),
+            example_id=self._example_id(a.trace_id, a.example_id),
             saved_at=a.saved_at or datetime.now(UTC).isoformat(timespec="seconds"),
         )
         path = self.path(a.annotator)

@@ -32,8 +32,11 @@ _STRINGS = ("stage", "type", "answer_label", "question_type", "critic_tier", "me
 
 @dataclass(frozen=True)
 class TraceFilter:
-    """Which traces a run page lists; ``None`` fields do not filter. ``text`` is a
-    case-insensitive substring of the question (query parameter ``q``)."""
+    """Which traces a run page lists; ``None`` fields do not filter. ``type`` is the
+    modal error type; ``answer_label`` is a label, ``undetermined``, ``failing`` or
+    ``not_failing`` (the judge's verdict); ``critic_tier`` matches any RAG-Critic tag;
+    ``text`` is a case- and width-insensitive substring of the question (query
+    parameter ``q``)."""
 
     stage: str | None = None
     type: str | None = None

@@ -31,6 +31,9 @@ from ragtriage.runview._index import (
 __all__ = ["MetricSummary", "Outcome", "RunSummary", "RunView"]
 
 UNDETERMINED = "undetermined"
+#: answer-label filter values beyond the labels: the judge's failing verdict or not
+FAILING = "failing"
+NOT_FAILING = "not_failing"
 _CACHE_ORDERS = 32
 
 
@@ -241,7 +244,14 @@ class RunView:
             keep &= c["stage"] == _code(STAGES, flt.stage)
         if flt.type is not None:
             keep &= c["type1"] == _code(TYPES, flt.type.upper())
-        if flt.answer_label is not None:
+        if flt.answer_label in (FAILING, NOT_FAILING):
+            failing = (np.asarray(c["failing"]) > 0) & (np.asarray(c["answer"]) >= 0)
+            keep &= (
+                failing
+                if flt.answer_label == FAILING
+                else (np.asarray(c["answer"]) >= 0) & ~failing
+            )
+        elif flt.answer_label is not None:
             code = (
                 -2 if flt.answer_label == UNDETERMINED else _code(ANSWER_LABELS, flt.answer_label)
             )
