@@ -65,6 +65,8 @@ def test_run_page_tables_filter_sort_and_pagination(served: tuple[TestClient, Pa
     assert only.text.count('class="trace-row"') == 1 and 'data-trace="t-q8"' in only.text
     # the trace link keeps the filter
     assert "/runs/demo/traces/t-q8?stage=retrieval" in only.text
+    failing = client.get("/runs/demo", params={"answer_label": "failing"})
+    assert "4 match" in failing.text
     paged = client.get("/runs/demo", params={"page_size": 3, "page": 2})
     assert paged.text.count('class="trace-row"') == 3
     assert 'data-trace="t-q3"' in paged.text and "page 2 of 4" in paged.text
