@@ -17,7 +17,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(STAMP_DEV): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[dev,pandas,ann,pg,ray,langchain,llamaindex]'
+	$(BIN)/python -m pip install -q -e '.[dev,pandas,ann,pg,ray,langchain,llamaindex,serve]'
 	touch $(STAMP_DEV)
 
 venv: $(STAMP_DEV)
@@ -68,14 +68,17 @@ lint: $(STAMP_DEV)
 typecheck: $(STAMP_DEV)
 	$(BIN)/mypy --strict src/ragtriage
 
-# Debian chromium for the HTML report's headless-browser test (~20 s, root + apt only;
-# without it that test skips and says why)
+# Debian chromium (and CJK fonts, else Chinese text renders as empty boxes) for the
+# headless-browser tests of the HTML report and `ragtriage serve` (~20 s, root + apt only;
+# without chromium those tests skip and say why)
 browser-deps:
-	@if [ -x /usr/bin/chromium ]; then :; \
+	@missing=""; [ -x /usr/bin/chromium ] || missing=" chromium"; \
+	dpkg -s fonts-noto-cjk >/dev/null 2>&1 || missing="$$missing fonts-noto-cjk"; \
+	if [ -z "$$missing" ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-		|| echo "warning: could not install chromium; the browser test will skip"; \
-	else echo "note: no /usr/bin/chromium and no root apt-get; the browser test will skip"; fi
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) \
+		|| echo "warning: could not install$$missing; the browser tests may skip"; \
+	else echo "note: missing$$missing and no root apt-get; the browser tests may skip"; fi
 
 unit: $(STAMP_DEV) $(STAMP_TRAIN) browser-deps
 	$(BIN)/python -m pytest -q

@@ -25,6 +25,7 @@ __all__ = [
     "append_lines",
     "atomic_write_text",
     "drop_records",
+    "file_lock",
     "iter_json_lines",
     "read_done_ids",
     "read_records",
@@ -199,6 +200,25 @@ def append_lines(path: str | Path, lines: Sequence[str]) -> None:
         fh.write("".join(line + "\n" for line in lines))
         fh.flush()
         os.fsync(fh.fileno())
+
+
+@contextmanager
+def file_lock(path: str | Path) -> Iterator[None]:
+    """An exclusive lock across processes (``flock`` on ``path``, created if missing);
+    without ``fcntl`` (not POSIX) only the caller's own locking applies."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with p.open("a") as fh:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX
+            yield
+            return
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tune_retrieval",
     "testset",
     "advise",
+    "serve",
 )
 
 app = typer.Typer(

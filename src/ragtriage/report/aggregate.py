@@ -43,6 +43,7 @@ __all__ = [
     "UsageTotals",
     "dedupe_diagnoses",
     "mode_vote_count",
+    "pipeline_costs",
     "share",
     "summarize",
     "undetermined_step",
@@ -388,6 +389,12 @@ def _pipeline(traces: Sequence[Trace] | None) -> list[PipelineStageCost]:
             row[2] += st.prompt_tokens
             row[3] += st.completion_tokens
             row[4] += st.latency_ms
+    return pipeline_costs(acc)
+
+
+def pipeline_costs(acc: dict[str, list[float]]) -> list[PipelineStageCost]:
+    """Stage costs from per-stage sums ``[traces, calls, prompt_tokens,
+    completion_tokens, latency_ms]`` (so a caller streaming traces can fill them)."""
     order = {s.value: i for i, s in enumerate(Stage)}
     return [
         PipelineStageCost(

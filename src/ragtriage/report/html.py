@@ -309,9 +309,11 @@ def _charts(summary: Summary) -> dict[str, Markup]:
     }
 
 
-def _environment() -> Environment:
+def _environment(package: str = "ragtriage.report") -> Environment:
+    """Autoescaped, strict Jinja2 over ``package``'s ``templates`` folder (the report's;
+    ``ragtriage serve`` uses it for its own), with the formatting filters."""
     env = Environment(
-        loader=PackageLoader("ragtriage.report", "templates"),
+        loader=PackageLoader(package, "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
         undefined=StrictUndefined,
         trim_blocks=True,
