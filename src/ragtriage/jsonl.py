@@ -31,6 +31,7 @@ __all__ = [
     "read_records",
     "record_json",
     "scan_done_ids",
+    "stream_write_lines",
     "validation_to_input_error",
     "write_jsonl",
 ]
@@ -157,6 +158,15 @@ def _atomic_file(path: Path) -> Iterator[BinaryIO]:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def stream_write_lines(path: str | Path, lines: Iterable[str]) -> None:
+    """Write ``lines`` (one JSON document each, no newline) to ``path`` as they come, via
+    a temp file + rename: readers see the old file or the whole new one."""
+    with _atomic_file(Path(path)) as fh:
+        for line in lines:
+            fh.write(line.encode("utf-8"))
+            fh.write(b"\n")
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

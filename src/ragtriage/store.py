@@ -22,6 +22,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import chain
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -35,6 +36,7 @@ from ragtriage.report.aggregate import Summary, summarize
 
 __all__ = [
     "DEFAULT_STORE_PATH",
+    "SERVE_EXPORT_DIR",
     "STORE_DSN_ENV",
     "AddResult",
     "RunData",
@@ -42,7 +44,9 @@ __all__ = [
     "RunStore",
     "TrendRow",
     "default_store",
+    "export_store",
     "is_dsn",
+    "is_store",
     "load_run_dir",
     "read_diagnoses",
     "resolve_run",
@@ -540,6 +544,39 @@ class RunStore:
                 )
                 raise StoreError(str(err)) from exc
 
+    def export_run(self, run_id: str, out_dir: str | Path) -> Path:
+        """Write one stored run as a run directory (``manifest.json``, ``traces.jsonl``,
+        ``diagnoses.jsonl`` when it has diagnoses), streaming the stored JSON rows (no
+        run is held in memory), each file replaced atomically. Returns the directory."""
+        from ragtriage.jsonl import atomic_write_text, stream_write_lines
+
+        row = self._conn.execute(
+            "SELECT id, name, created_at, config, config_hash, manifest FROM runs WHERE id=?",
+            (run_id,),
+        ).fetchone()
+        if row is None:
+            raise InputError(f"no run {run_id!r} in the store", path=self.where)
+        out = Path(out_dir)
+        manifest = dict(json.loads(row[5]) or {})
+        manifest.update(
+            run_id=row[0],
+            name=row[1],
+            created_at=row[2],
+            config=json.loads(row[3]),
+            config_hash=row[4],
+            store=self.where,
+        )
+        stream_write_lines(out / TRACES, (data for _seq, data in self._iter_rows("traces", run_id)))
+        diagnoses = self._iter_rows("diagnoses", run_id)
+        first = next(iter(diagnoses), None)
+        if first is not None:
+            stream_write_lines(out / DIAGNOSES, chain([first[1]], (d for _s, d in diagnoses)))
+        else:
+            (out / DIAGNOSES).unlink(missing_ok=True)
+        # the manifest last: a run directory with a manifest is complete
+        atomic_write_text(out / MANIFEST, json.dumps(manifest, ensure_ascii=False, indent=2))
+        return out
+
     def get_run(self, run_id: str) -> RunData:
         row = self._conn.execute(
             "SELECT id, name, created_at, config, config_hash, manifest, source FROM runs WHERE id=?",
@@ -637,3 +674,58 @@ def _redact(dsn: str) -> str:
     import re
 
     return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", dsn)
+
+
+#: where ``ragtriage serve STORE`` writes the store's runs as run directories
+SERVE_EXPORT_DIR = Path(".ragtriage") / "serve-store"
+_EXPORT_STAMP = ".ragtriage-export.json"
+
+
+def is_store(target: str) -> bool:
+    """A run-store address: a PostgreSQL DSN, or an existing SQLite database file."""
+    if is_dsn(target):
+        return True
+    p = Path(target)
+    if not p.is_file():
+        return False
+    with p.open("rb") as fh:
+        return fh.read(16) == b"SQLite format 3\x00"
+
+
+def export_store(target: str, out_root: str | Path = SERVE_EXPORT_DIR) -> Path:
+    """Every run of the store at ``target`` as a run directory under ``out_root``/<store>
+    (for ``ragtriage serve``): a run is (re)written only when its row counts or import
+    time changed since the last export, and runs no longer stored are removed."""
+    import shutil
+
+    label = _redact(target) if is_dsn(target) else str(Path(target).resolve())
+    slug = hashlib.sha256(label.encode("utf-8")).hexdigest()[:12]
+    name = "pg" if is_dsn(target) else Path(target).stem
+    root = Path(out_root) / f"{name}-{slug}"
+    root.mkdir(parents=True, exist_ok=True)
+    with RunStore(target, create=False) as store:
+        runs = store.list_runs()
+        wanted = {}
+        for info in runs:
+            folder = root / hashlib.sha256(info.run_id.encode("utf-8")).hexdigest()[:16]
+            wanted[folder.name] = info.run_id
+            stamp = {
+                "run_id": info.run_id,
+                "traces": info.traces,
+                "diagnoses": info.diagnoses,
+                "imported_at": info.imported_at,
+            }
+            stamp_path = folder / _EXPORT_STAMP
+            try:
+                if json.loads(stamp_path.read_text(encoding="utf-8")) == stamp:
+                    continue
+            except (OSError, ValueError):
+                pass
+            store.export_run(info.run_id, folder)
+            from ragtriage.jsonl import atomic_write_text
+
+            atomic_write_text(stamp_path, json.dumps(stamp))
+    for child in root.iterdir():
+        if child.is_dir() and child.name not in wanted:
+            shutil.rmtree(child, ignore_errors=True)
+    return root

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from ragtriage.errors import InputError
+from ragtriage.store import SERVE_EXPORT_DIR, export_store, is_dsn, is_store
 
 __all__ = ["register"]
 
@@ -17,10 +18,13 @@ MIN_TOKEN = 12
 def register(app: typer.Typer) -> None:
     @app.command("serve")
     def serve(
-        paths: list[Path] = typer.Argument(
+        paths: list[str] = typer.Argument(
             None,
-            help="Run directories or directories holding runs (default: ./runs if it "
-            "exists, else the current directory). Nothing outside them is served.",
+            help="Run directories, directories holding runs, or run stores (a SQLite "
+            "store file such as .ragtriage/runs.sqlite, or a postgresql:// DSN; their runs "
+            f"are written once as run directories under {SERVE_EXPORT_DIR}) (default: "
+            "./runs if it exists, else the current directory). Nothing outside them is "
+            "served.",
         ),
         host: str = typer.Option(
             "127.0.0.1",
@@ -73,7 +77,16 @@ def register(app: typer.Typer) -> None:
                 f"Pass --token T (or set {TOKEN_ENV}) or --new-token, or bind 127.0.0.1",
                 field="--host",
             )
-        roots = list(paths or [])
+        roots: list[Path] = []
+        for target in paths or []:
+            if is_store(target):
+                # a store's runs, streamed once into run directories the app indexes
+                roots.append(export_store(target))
+                typer.echo(
+                    f"run store {target if not is_dsn(target) else 'postgresql'}: {roots[-1]}"
+                )
+            else:
+                roots.append(Path(target))
         if not roots:
             roots = [Path("runs")] if Path("runs").is_dir() else [Path(".")]
         web = create_app(
