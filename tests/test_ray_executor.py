@@ -19,11 +19,14 @@ ray = pytest.importorskip("ray")
 
 from typer.testing import CliRunner  # noqa: E402
 
-from diag_helpers import make_trace  # noqa: E402
+from diag_helpers import judge_reply, make_trace, server_reply  # noqa: E402
+from llm_server import LocalLLMServer  # noqa: E402
 from ragtriage.cli import app, main  # noqa: E402
 from ragtriage.executors import parse_executor  # noqa: E402
 from ragtriage.jsonl import write_jsonl  # noqa: E402
 from ragtriage.records import Trace  # noqa: E402
+
+REF = ["Acme Corp was founded in 1999"]
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -92,13 +95,54 @@ def test_ray_results_identical_to_local_in_input_order(cluster: str, tmp_path: P
     assert {"correct", "incorrect"} <= labels
 
 
-def test_llm_judge_is_refused_on_ray(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_llm_judge_on_ray_equals_local_and_pays_no_call_twice(
+    cluster: str, tmp_path: Path, llm_server: LocalLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the workers read the endpoint from their environment; the local cluster's workers
+    # inherit this process's (a remote cluster sets it in its runtime_env)
+    for var in ("RAGTRIAGE_LLM_BASE_URL", "RAGTRIAGE_LLM_MODEL", "RAGTRIAGE_LLM_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    llm_server.behaviour.reply = server_reply(judge_reply(correct_if="1999"))  # type: ignore[assignment]
     src = tmp_path / "traces.jsonl"
-    write_jsonl(src, _traces(3))
-    with pytest.raises(SystemExit) as exc:
-        main(["diagnose", str(src), "--judge", "llm", "--executor", "ray", "--no-progress"])
-    assert exc.value.code == 2
-    assert "local executor" in capsys.readouterr().err
+    # distinct prompts (queries and answers): two workers asking for the same new prompt
+    # at once may each pay for it (the module docstring says so); with none shared, the
+    # calls must match
+    answers = ["Acme Corp was founded in 1999 ({}).", "It was 2005 ({}).", "No idea ({})."]
+    write_jsonl(
+        src,
+        [
+            make_trace(
+                example_id=f"q{i}",
+                query=f"When was Acme Corp founded, case {chr(65 + i)}?",
+                references=REF,
+                answer=answers[i % 3].format(i),
+            )
+            for i in range(12)
+        ],
+    )
+    llm = ["--judge", "llm", "--base-url", llm_server.base_url, "--model", "judge-model"]
+    local = _diagnose(src, tmp_path / "local", *llm, "--cache", str(tmp_path / "local.sqlite"))
+    served_local = llm_server.chat_requests
+    cache = str(tmp_path / "ray.sqlite")
+    ray_args = ("--executor", f"ray:{cluster}", "--batch-size", "3", "--cache", cache)
+    on_ray = _diagnose(src, tmp_path / "ray", *llm, *ray_args)
+    assert llm_server.chat_requests - served_local == served_local  # same calls as local
+
+    # the local LLM judge appends in completion order, Ray in input order: compare by id
+    def by_id(text: str) -> dict[str, dict[str, object]]:
+        rows = [json.loads(line) for line in text.splitlines()]
+        return {r["example_id"]: {k: v for k, v in r.items() if k != "usage"} for r in rows}
+
+    assert [json.loads(line)["example_id"] for line in on_ray.splitlines()] == [
+        f"q{i}" for i in range(12)
+    ]
+    assert by_id(on_ray) == by_id(local)
+    assert {r["answer_label"] for r in by_id(on_ray).values()} >= {"correct", "incorrect"}
+    # every answer paid on Ray is in the driver's cache file: a second Ray run pays nothing
+    before = llm_server.chat_requests
+    again = _diagnose(src, tmp_path / "ray2", *llm, *ray_args)
+    assert llm_server.chat_requests == before
+    assert all(json.loads(line)["usage"]["calls"] == 0 for line in again.splitlines())
 
 
 def _kill_after_first_line(cmd: list[str], target: Path) -> None:

@@ -256,9 +256,14 @@ def _diagnose_ray(
     executor: Executor,
     batch_size: int,
     out_path: Path,
+    *,
+    llm: bool = False,
+    llm_cache: str | None = None,
+    concurrency: int = 8,
 ) -> None:
-    """Rules diagnoses on Ray, appended batch by batch in input order (fsync each)."""
-    from ragtriage.executors import diagnose_on_ray
+    """Diagnoses on Ray, appended batch by batch in input order (fsync each); the LLM
+    judge's samples go through one cache actor (executors/_ray.py)."""
+    from ragtriage.executors import diagnose_llm_on_ray, diagnose_on_ray
 
     with _Appender(out_path, sync_every=batch_size) as appender:
 
@@ -267,6 +272,19 @@ def _diagnose_ray(
                 appender.add(d)
             appender.sync()
 
+        if llm:
+            diagnose_llm_on_ray(
+                todo,
+                strategy=strategy,
+                config=cfg.diagnosis,
+                llm=cfg.llm,
+                cache_path=llm_cache,
+                concurrency=concurrency,
+                executor=executor,
+                batch_size=batch_size,
+                on_batch=write,
+            )
+            return
         diagnose_on_ray(
             todo,
             strategy=strategy,
@@ -367,7 +385,7 @@ def register(app: typer.Typer) -> None:
         executor: str = typer.Option(
             "local",
             "--executor",
-            help="local | ray | ray:ADDRESS (rules judge; extra .[ray]): batches as Ray "
+            help="local | ray | ray:ADDRESS (extra .[ray]; the LLM judge shares one cache actor): batches as Ray "
             "tasks, written in input order, resumable.",
         ),
         batch_size: int = typer.Option(
@@ -402,12 +420,6 @@ def register(app: typer.Typer) -> None:
         from ragtriage.executors import parse_executor
 
         ex = parse_executor(executor)
-        if ex.is_ray and judge == "llm":
-            raise ConfigError(
-                "the LLM judge runs on the local executor (one response cache, so no paid "
-                "call is made twice; see docs/scaling.md); --executor ray is for --judge rules",
-                field="--executor",
-            )
         traces_path, default_out = resolve_input(source)
         cfg = _config(config, base_url, model, k)
         runner = (
@@ -463,7 +475,29 @@ def register(app: typer.Typer) -> None:
             if ex.is_ray:
                 if diagnoser.judges_replaced:
                     console.print("note: --executor ray does not use the evaluation metrics")
-                _diagnose_ray(todo, strategy, cfg, ex, batch_size, out_path)
+                llm_cache = None
+                if runner is not None:
+                    llm_cache = runner.cache.path if runner.cache is not None else None
+                    runner.close()  # the workers use the file through the cache actor
+                _diagnose_ray(
+                    todo,
+                    strategy,
+                    cfg,
+                    ex,
+                    batch_size,
+                    out_path,
+                    llm=judge == "llm",
+                    llm_cache=llm_cache,
+                    concurrency=concurrency,
+                )
+                if runner is not None:
+                    usage = [d.usage for d in read_records(out_path, Diagnosis)]
+                    console.print(
+                        f"on Ray: {sum(u.calls for u in usage)} LLM calls, "
+                        f"{sum(u.cached_calls for u in usage)} served from the cache (all diagnoses)",
+                        highlight=False,
+                    )
+                    runner = None
             else:
                 run_sync(
                     _diagnose(

@@ -15,14 +15,20 @@ the example ids already written).
 ``RAY_ADDRESS``, else starts a local one (and shuts it down at the end);
 ``ray:ADDRESS`` joins that cluster (``ray://host:10001`` or ``host:6379``).
 
-**The LLM judge is not sent to Ray.** Its work is waiting on the endpoint: one
-process with ``--concurrency N`` already keeps a vLLM server busy, and the runner's
-SQLite response cache (every paid answer kept by content hash) is one file that a
-worker on another machine could not share safely. Spreading it would need either a
-cache actor (every lookup a network round trip through one process) or per-shard
-caches merged at the end (a repeated prompt paid once per shard). We choose neither:
-``--executor ray --judge llm`` is a configuration error that says to use the local
-executor, whose single cache guarantees no paid call is made twice.
+**The LLM judge on Ray** (:func:`diagnose_llm_on_ray`) keeps the runner's two promises
+across workers with a **cache actor**: one Ray actor, pinned to the driver's node, owns
+the SQLite response cache (the same file the local executor uses), and every worker's
+runner looks samples up and stores them through it, so a paid answer is kept the moment it
+arrives and no call is made twice -- not by another worker, not by a retried task, not by a
+resumed run. A lookup is one round trip to the actor (milliseconds, against an endpoint's
+hundreds). The concurrency limit is shared out: each of the at most ``2 x cluster CPUs``
+batches in flight gets ``max(1, concurrency // in_flight)`` requests, so the cluster never
+has more than the configured number outstanding (at least one per batch). Two workers
+asking for the same new prompt at the same moment may both pay for it once (the first
+answer stored wins); per-shard caches would pay it once per shard for the whole run.
+Workers read the endpoint's address and key from their own environment
+(``RAGTRIAGE_LLM_*``, ``OPENAI_API_KEY``; a remote cluster sets them in its
+``runtime_env``): no key travels in a task's arguments.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from ragtriage.records import Diagnosis, Trace
 __all__ = [
     "DEFAULT_BATCH",
     "Executor",
+    "diagnose_llm_on_ray",
     "diagnose_on_ray",
     "parse_executor",
     "ray_map",
@@ -214,4 +221,134 @@ def diagnose_on_ray(
         out.extend(batch)
         if on_batch is not None:
             on_batch(batch)
+    return out
+
+
+class _CacheService:
+    """The cache actor's body: the driver's :class:`ResponseCache`, served to workers
+    (samples as JSON, so nothing but strings crosses the wire)."""
+
+    def __init__(self, path: str) -> None:
+        from ragtriage.llm import ResponseCache
+
+        self._cache = ResponseCache(path)
+
+    def get_many(self, keys: list[str]) -> dict[str, str]:
+        return {k: s.model_dump_json() for k, s in self._cache.get_many(keys).items()}
+
+    def put_many(self, items: list[tuple[str, str]]) -> None:
+        from ragtriage.llm import CachedSample
+
+        self._cache.put_many((k, CachedSample.model_validate_json(j)) for k, j in items)
+
+    def size(self) -> int:
+        return len(self._cache)
+
+    def close(self) -> None:
+        self._cache.close()
+
+
+class ActorCache:
+    """A worker's view of the cache actor (:class:`~ragtriage.llm.SampleCache`)."""
+
+    def __init__(self, actor: Any) -> None:
+        self._actor = actor
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, Any]:
+        import ray
+
+        from ragtriage.llm import CachedSample
+
+        found: dict[str, str] = ray.get(self._actor.get_many.remote(list(keys)))
+        return {k: CachedSample.model_validate_json(j) for k, j in found.items()}
+
+    def put_many(self, items: Any) -> None:
+        import ray
+
+        rows = [(k, s.model_dump_json()) for k, s in items]
+        if rows:
+            ray.get(self._actor.put_many.remote(rows))
+
+    def close(self) -> None:  # the actor's owner closes the file
+        return None
+
+
+def _llm_batch_task(
+    strategy: str, config: str, llm: str, concurrency: int, cache: list[Any], lines: list[str]
+) -> list[str]:
+    """Ray task body: diagnose one batch with the LLM judge, its samples looked up and
+    stored through the cache actor (``cache[0]``; an empty list: no cache)."""
+    from ragtriage.config import LLMConfig
+    from ragtriage.diagnosis.engine import Diagnoser
+    from ragtriage.llm import LLMRunner, run_sync
+    from ragtriage.llm._openai import client_from_config
+
+    cfg = LLMConfig.model_validate_json(llm).with_env()
+    cfg = cfg.model_copy(update={"concurrency": concurrency})
+    runner = LLMRunner(client_from_config(cfg), cfg, cache=ActorCache(cache[0]) if cache else None)
+    diagnoser = Diagnoser(
+        "llm",
+        strategy,  # type: ignore[arg-type]
+        DiagnosisConfig.model_validate_json(config),
+        runner,
+    )
+    traces = [Trace.model_validate_json(line) for line in lines]
+
+    async def go() -> list[str]:
+        # one event loop for the batch: the client's connection pool belongs to it
+        try:
+            return [d.to_json() for d in await diagnoser.diagnose_many(traces, concurrency)]
+        finally:
+            await runner.aclose()
+
+    return run_sync(go())
+
+
+def diagnose_llm_on_ray(
+    traces: Sequence[Trace],
+    *,
+    strategy: str,
+    config: DiagnosisConfig,
+    llm: Any,
+    cache_path: str | None,
+    concurrency: int,
+    executor: Executor,
+    batch_size: int = DEFAULT_BATCH,
+    on_batch: Callable[[list[Diagnosis]], None] | None = None,
+) -> list[Diagnosis]:
+    """LLM-judge diagnoses of ``traces`` computed by Ray tasks, in input order, through
+    one cache actor on this node (see the module docstring). ``llm`` is the
+    :class:`~ragtriage.config.LLMConfig` (its key and address are read by each worker
+    from its environment); ``cache_path`` ``None`` runs without a cache."""
+    out: list[Diagnosis] = []
+    with ray_session(executor) as ray:
+        actors: list[Any] = []
+        if cache_path is not None:
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            here = ray.get_runtime_context().get_node_id()
+            service = ray.remote(num_cpus=0)(_CacheService).options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False)
+            )
+            actors.append(service.remote(cache_path))
+        in_flight = max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
+        share = max(1, concurrency // in_flight)
+        public = llm.model_copy(update={"api_key": None})  # workers read their own
+        try:
+            for done in ray_map(
+                _llm_batch_task,
+                traces,
+                encode=Trace.model_dump_json,
+                executor=executor,
+                batch_size=batch_size,
+                args=(strategy, config.model_dump_json(), public.model_dump_json(), share, actors),
+            ):
+                batch = [Diagnosis.model_validate_json(j) for j in done]
+                out.extend(batch)
+                if on_batch is not None:
+                    on_batch(batch)
+        finally:
+            for actor in actors:
+                ray.get(actor.close.remote())
+                ray.kill(actor)
     return out

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -45,6 +46,17 @@ class CachedSample(BaseModel):
     model: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0
+
+
+class SampleCache(Protocol):
+    """What :class:`~ragtriage.llm.LLMRunner` needs of a cache: :class:`ResponseCache`,
+    or a client of one held elsewhere (the Ray executor's cache actor)."""
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, CachedSample]: ...
+
+    def put_many(self, items: Iterable[tuple[str, CachedSample]]) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class ResponseCache:

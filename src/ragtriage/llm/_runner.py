@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict
 from ragtriage.config import LLMConfig
 from ragtriage.errors import LLMError, LLMResponseError, LLMTimeoutError
 from ragtriage.llm._base import ChatRequest, Completion, LLMClient, Usage
-from ragtriage.llm._cache import DEFAULT_CACHE_PATH, CachedSample, ResponseCache
+from ragtriage.llm._cache import DEFAULT_CACHE_PATH, CachedSample, ResponseCache, SampleCache
 from ragtriage.llm._errors import (
     LLMBadResponseError,
     LLMConnectionError,
@@ -123,7 +123,7 @@ class LLMRunner:
         client: LLMClient,
         config: LLMConfig | None = None,
         *,
-        cache: ResponseCache | None = None,
+        cache: SampleCache | None = None,
         ledger: Ledger | None = None,
         dry_run: bool = False,
         sleep: Callable[[float], Awaitable[None]] | None = None,
@@ -189,7 +189,9 @@ class LLMRunner:
 
     @property
     def cache(self) -> ResponseCache | None:
-        return self._cache
+        """The SQLite cache this runner uses (``None`` without one, or when its cache
+        lives elsewhere: the Ray executor's cache actor)."""
+        return self._cache if isinstance(self._cache, ResponseCache) else None
 
     @property
     def dry_run(self) -> bool:
