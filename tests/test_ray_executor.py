@@ -340,6 +340,45 @@ def test_evaluate_on_ray_identical_to_local_and_resumes(cluster: str, tmp_path: 
     assert "".join(lines).encode() == local[0]
 
 
+def test_evaluate_llm_judge_on_ray_identical_to_local(
+    cluster: str, tmp_path: Path, llm_server: LocalLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from metrics_helpers import metrics_reply
+
+    for var in ("RAGTRIAGE_LLM_BASE_URL", "RAGTRIAGE_LLM_MODEL", "RAGTRIAGE_LLM_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    llm_server.behaviour.reply = metrics_reply  # type: ignore[assignment]
+    data, cfg, _ = _dataset(tmp_path, 1)
+    _run(data, cfg, tmp_path / "run")
+    src = tmp_path / "run" / "traces.jsonl"
+    llm = ["--judge", "llm", "--base-url", llm_server.base_url, "--model", "judge-model"]
+    local = _evaluate(src, tmp_path / "local", *llm, "--cache", str(tmp_path / "l.sqlite"))
+    local_calls = llm_server.chat_requests
+    ray_args = ("--executor", f"ray:{cluster}", "--batch-size", "20")
+    on_ray = _evaluate(
+        src, tmp_path / "ray", *llm, "--cache", str(tmp_path / "r.sqlite"), *ray_args
+    )
+    assert on_ray == local  # scores.jsonl and metrics.json byte-identical
+    ray_calls = llm_server.chat_requests - local_calls
+
+    def rows(path: Path) -> int:
+        import sqlite3
+
+        with sqlite3.connect(str(path)) as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM samples").fetchone()[0])
+
+    # every answer paid on Ray was stored in the driver's cache file through the actor
+    # (the scripted server fails the G-Eval prompts it does not know; failures are
+    # never cached, so those are the only requests a second run repeats)
+    assert rows(tmp_path / "r.sqlite") == rows(tmp_path / "l.sqlite") > 0
+    before = llm_server.chat_requests
+    again = _evaluate(
+        src, tmp_path / "ray2", *llm, "--cache", str(tmp_path / "r.sqlite"), *ray_args
+    )
+    assert again == local
+    assert llm_server.chat_requests - before == ray_calls - rows(tmp_path / "r.sqlite")
+
+
 def test_llm_stages_are_refused_on_ray(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data, _, _ = _dataset(tmp_path, 1)
     llm_cfg = tmp_path / "llm.yaml"
@@ -357,8 +396,8 @@ def test_llm_stages_are_refused_on_ray(tmp_path: Path, capsys: pytest.CaptureFix
                 str(src),
                 "--out",
                 str(tmp_path / "e"),
-                "--judge",
-                "llm",
+                "--selfcheck",
+                "3",
                 "--executor",
                 "ray",
             ]

@@ -57,10 +57,15 @@ def _evaluate_on_ray(
     cfg: PipelineConfig,
     executor: Executor,
     batch_size: int,
+    *,
+    llm: bool = False,
+    llm_cache: str | None = None,
+    judge_name: str = "offline",
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Offline-judge rows computed on Ray (resumable), aggregated here."""
+    """Rows computed on Ray (resumable; the LLM judge's samples through one cache
+    actor, executors/_ray.py), aggregated here."""
     from ragtriage.executors import score_traces_on_ray
-    from ragtriage.metrics import OfflineJudge, aggregate_rows
+    from ragtriage.metrics import aggregate_rows
 
     out.mkdir(parents=True, exist_ok=True)
     rows = score_traces_on_ray(
@@ -73,11 +78,14 @@ def _evaluate_on_ray(
         seed=seed,
         executor=executor,
         batch_size=batch_size,
+        llm=cfg.llm if llm else None,
+        cache_path=llm_cache,
+        concurrency=cfg.llm.concurrency,
     )
     aggregate = aggregate_rows(
         rows,
         traces,
-        judge=OfflineJudge().name,
+        judge=judge_name,
         embedder=getattr(emb, "name", "embedder"),
         seed=seed,
         resamples=resamples,
@@ -174,7 +182,7 @@ def register(app: typer.Typer) -> None:
         executor: str = typer.Option(
             "local",
             "--executor",
-            help="local | ray | ray:ADDRESS (offline judge; extra .[ray]): batches of traces "
+            help="local | ray | ray:ADDRESS (extra .[ray]; the LLM judge shares one cache actor): batches of traces "
             "as Ray tasks, resumable (scores.partial.jsonl in --out until done).",
         ),
         batch_size: int = typer.Option(
@@ -203,13 +211,6 @@ def register(app: typer.Typer) -> None:
         from ragtriage.executors import parse_executor
 
         ex = parse_executor(executor)
-        if ex.is_ray and use_llm:
-            raise ConfigError(
-                "the LLM judge runs on the local executor (one response cache, so no paid "
-                "call is made twice; see docs/scaling.md); --executor ray is for --judge "
-                "offline",
-                field="--executor",
-            )
         if ex.is_ray and selfcheck_n:
             raise ConfigError(
                 "--selfcheck samples with the LLM: local executor only", field="--executor"
@@ -237,8 +238,28 @@ def register(app: typer.Typer) -> None:
                 )
             the_judge = OfflineJudge()
         if ex.is_ray:
+            if dry_run:
+                raise ConfigError("--dry-run estimates on the local executor", field="--executor")
+            llm_cache = None
+            if runner is not None:
+                llm_cache = runner.cache.path if runner.cache is not None else None
+                runner.close()  # the workers use the file through the cache actor
             rows, aggregate = _evaluate_on_ray(
-                traces, out, emb_cfg, emb, k, g_eval, rubrics, seed, resamples, cfg, ex, batch_size
+                traces,
+                out,
+                emb_cfg,
+                emb,
+                k,
+                g_eval,
+                rubrics,
+                seed,
+                resamples,
+                cfg,
+                ex,
+                batch_size,
+                llm=use_llm,
+                llm_cache=llm_cache,
+                judge_name=the_judge.name,
             )
             write_scores(out, rows, aggregate)
             (out / PARTIAL).unlink(missing_ok=True)

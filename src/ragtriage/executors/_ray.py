@@ -278,14 +278,10 @@ def _llm_batch_task(
 ) -> list[str]:
     """Ray task body: diagnose one batch with the LLM judge, its samples looked up and
     stored through the cache actor (``cache[0]``; an empty list: no cache)."""
-    from ragtriage.config import LLMConfig
     from ragtriage.diagnosis.engine import Diagnoser
-    from ragtriage.llm import LLMRunner, run_sync
-    from ragtriage.llm._openai import client_from_config
+    from ragtriage.llm import run_sync
 
-    cfg = LLMConfig.model_validate_json(llm).with_env()
-    cfg = cfg.model_copy(update={"concurrency": concurrency})
-    runner = LLMRunner(client_from_config(cfg), cfg, cache=ActorCache(cache[0]) if cache else None)
+    runner = worker_runner(llm, concurrency, cache)
     diagnoser = Diagnoser(
         "llm",
         strategy,  # type: ignore[arg-type]
@@ -321,34 +317,58 @@ def diagnose_llm_on_ray(
     :class:`~ragtriage.config.LLMConfig` (its key and address are read by each worker
     from its environment); ``cache_path`` ``None`` runs without a cache."""
     out: list[Diagnosis] = []
-    with ray_session(executor) as ray:
-        actors: list[Any] = []
-        if cache_path is not None:
-            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-            here = ray.get_runtime_context().get_node_id()
-            service = ray.remote(num_cpus=0)(_CacheService).options(
-                scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False)
-            )
-            actors.append(service.remote(cache_path))
-        in_flight = max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
-        share = max(1, concurrency // in_flight)
+    with ray_session(executor) as ray, cache_actor(ray, cache_path) as actors:
+        share = concurrency_share(ray, concurrency)
         public = llm.model_copy(update={"api_key": None})  # workers read their own
-        try:
-            for done in ray_map(
-                _llm_batch_task,
-                traces,
-                encode=Trace.model_dump_json,
-                executor=executor,
-                batch_size=batch_size,
-                args=(strategy, config.model_dump_json(), public.model_dump_json(), share, actors),
-            ):
-                batch = [Diagnosis.model_validate_json(j) for j in done]
-                out.extend(batch)
-                if on_batch is not None:
-                    on_batch(batch)
-        finally:
-            for actor in actors:
-                ray.get(actor.close.remote())
-                ray.kill(actor)
+        for done in ray_map(
+            _llm_batch_task,
+            traces,
+            encode=Trace.model_dump_json,
+            executor=executor,
+            batch_size=batch_size,
+            args=(strategy, config.model_dump_json(), public.model_dump_json(), share, actors),
+        ):
+            batch = [Diagnosis.model_validate_json(j) for j in done]
+            out.extend(batch)
+            if on_batch is not None:
+                on_batch(batch)
     return out
+
+
+@contextmanager
+def cache_actor(ray: Any, cache_path: str | None) -> Iterator[list[Any]]:
+    """``[actor]``: the cache actor over ``cache_path``, pinned to this node (``[]``
+    without a cache), closed and stopped on exit."""
+    actors: list[Any] = []
+    if cache_path is not None:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        here = ray.get_runtime_context().get_node_id()
+        service = ray.remote(num_cpus=0)(_CacheService).options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False)
+        )
+        actors.append(service.remote(cache_path))
+    try:
+        yield actors
+    finally:
+        for actor in actors:
+            ray.get(actor.close.remote())
+            ray.kill(actor)
+
+
+def concurrency_share(ray: Any, concurrency: int) -> int:
+    """Each in-flight batch's part of the configured LLM concurrency (at least 1)."""
+    in_flight = max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
+    return max(1, concurrency // in_flight)
+
+
+def worker_runner(llm: str, concurrency: int, cache: list[Any]) -> Any:
+    """In a Ray worker: an :class:`~ragtriage.llm.LLMRunner` for the configured endpoint
+    (read from the worker's environment) whose samples go through the cache actor."""
+    from ragtriage.config import LLMConfig
+    from ragtriage.llm import LLMRunner
+    from ragtriage.llm._openai import client_from_config
+
+    cfg = LLMConfig.model_validate_json(llm).with_env()
+    cfg = cfg.model_copy(update={"concurrency": concurrency})
+    return LLMRunner(client_from_config(cfg), cfg, cache=ActorCache(cache[0]) if cache else None)

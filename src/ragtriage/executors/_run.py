@@ -33,7 +33,15 @@ from typing import TYPE_CHECKING, Any
 
 from ragtriage.config import PipelineConfig
 from ragtriage.errors import ConfigError
-from ragtriage.executors._ray import DEFAULT_BATCH, Executor, ray_map, worker_cached
+from ragtriage.executors._ray import (
+    DEFAULT_BATCH,
+    Executor,
+    cache_actor,
+    concurrency_share,
+    ray_map,
+    ray_session,
+    worker_cached,
+)
 from ragtriage.jsonl import (
     append_lines,
     atomic_write_text,
@@ -145,13 +153,26 @@ def run_examples_on_ray(
     )
 
 
-def _score_batch(settings: str, lines: list[str]) -> list[str]:
-    """Ray task body: offline-judge rows of one batch of traces (JSON in and out)."""
-    from ragtriage.config import EmbeddingConfig
-    from ragtriage.embedding import make_embedder
-    from ragtriage.metrics import OfflineJudge, extra_scores, score_rows
+def _score_batch(settings: str, concurrency: int, cache: list[Any], lines: list[str]) -> list[str]:
+    """Ray task body: score rows of one batch of traces (JSON in and out), by the
+    offline judge, or by the LLM judge through the cache actor (``cache``; see
+    executors/_ray.py) when the settings carry an LLM config."""
+    from ragtriage.executors._ray import worker_runner
 
     opts = json.loads(settings)
+    runner = worker_runner(opts["llm"], concurrency, cache) if opts.get("llm") else None
+    try:
+        return _score_lines(opts, runner, lines)
+    finally:
+        if runner is not None:
+            runner.close()
+
+
+def _score_lines(opts: dict[str, Any], runner: Any, lines: list[str]) -> list[str]:
+    from ragtriage.config import EmbeddingConfig
+    from ragtriage.embedding import make_embedder
+    from ragtriage.metrics import LLMTraceJudge, OfflineJudge, TraceJudge, extra_scores, score_rows
+
     emb = make_embedder(EmbeddingConfig.model_validate(opts["embedding"]))
     traces = [Trace.model_validate_json(line) for line in lines]
     with tempfile.TemporaryDirectory(prefix="ragtriage-ray-") as tmp:
@@ -161,14 +182,15 @@ def _score_batch(settings: str, lines: list[str]) -> list[str]:
             rubrics.write_text(opts["rubrics"], encoding="utf-8")
         extra = extra_scores(
             traces,
-            None,
+            runner,
             emb,
             g_eval=opts["g_eval"],
             rubrics=rubrics,
             selfcheck_n=0,
             seed=opts["seed"],
         )
-    rows = score_rows(traces, OfflineJudge(), emb, k=opts["k"], extra=extra)
+    judge: TraceJudge = LLMTraceJudge(runner) if runner is not None else OfflineJudge()
+    rows = score_rows(traces, judge, emb, k=opts["k"], extra=extra)
     # keys in insertion order: the aggregate seeds each metric's bootstrap by its position
     return [json.dumps(r, ensure_ascii=False) for r in rows]
 
@@ -185,8 +207,13 @@ def score_traces_on_ray(
     executor: Executor,
     batch_size: int = DEFAULT_BATCH,
     on_batch: Callable[[int], None] | None = None,
+    llm: Any = None,
+    cache_path: str | None = None,
+    concurrency: int = 8,
 ) -> list[dict[str, Any]]:
-    """Offline-judge score rows of ``traces`` (in their order), computed by Ray tasks
+    """Score rows of ``traces`` (in their order) by the offline judge, or by the LLM
+    judge when ``llm`` (an :class:`~ragtriage.config.LLMConfig`) is given -- its samples
+    stored through one cache actor over ``cache_path`` -- computed by Ray tasks
     and appended batch by batch, in input order, to the resume file ``partial``: a
     killed run keeps what it wrote and the same call goes on from there (a resume file
     written with other settings is started afresh). ``embedding``: the embedder's
@@ -198,6 +225,10 @@ def score_traces_on_ray(
             "g_eval": g_eval,
             "rubrics": rubrics.read_text(encoding="utf-8") if rubrics is not None else None,
             "seed": seed,
+            # the endpoint without its key: workers read theirs from their environment
+            "llm": llm.model_copy(update={"api_key": None}).model_dump_json()
+            if llm is not None
+            else None,
         },
         sort_keys=True,
     )
@@ -207,16 +238,17 @@ def score_traces_on_ray(
         atomic_write_text(stamp, settings)
     done = scan_done_ids(partial, "trace_id").ids
     todo = [t for t in traces if t.trace_id not in done]
-    for lines in ray_map(
-        _score_batch,
-        todo,
-        encode=Trace.model_dump_json,
-        executor=executor,
-        batch_size=batch_size,
-        args=(settings,),
-    ):
-        append_lines(partial, lines)
-        if on_batch is not None:
-            on_batch(len(lines))
+    with ray_session(executor) as ray, cache_actor(ray, cache_path if llm else None) as actors:
+        for lines in ray_map(
+            _score_batch,
+            todo,
+            encode=Trace.model_dump_json,
+            executor=executor,
+            batch_size=batch_size,
+            args=(settings, concurrency_share(ray, concurrency), actors),
+        ):
+            append_lines(partial, lines)
+            if on_batch is not None:
+                on_batch(len(lines))
     rows = {str(r["trace_id"]): r for _, r in iter_json_lines(partial)}
     return [rows[t.trace_id] for t in traces]
