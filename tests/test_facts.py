@@ -611,3 +611,12 @@ def test_chinese_names_after_a_corporate_role() -> None:
     assert extract_entities("董事长：陈国栋辞职") == ["陈国栋"]
     # a role with no name after it
     assert extract_entities("董事长为公司发展做出贡献") == []
+
+
+def test_a_cited_source_label_is_no_entity() -> None:
+    ents = extract_entities(
+        "According to Document 1, Acme Corp grew. 根据文档2，绿野农业有限公司增长。"
+    )
+    assert ents == ["Acme Corp", "绿野农业有限公司"]
+    # clean_answer keeps the label word without its number
+    assert extract_entities("As Passage says, Acme Corp grew.") == ["Acme Corp"]

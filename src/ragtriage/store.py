@@ -30,7 +30,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from ragtriage.errors import InputError, StoreError
-from ragtriage.jsonl import read_records, validation_to_input_error
+from ragtriage.jsonl import (
+    atomic_write_text,
+    read_records,
+    stream_write_lines,
+    validation_to_input_error,
+)
 from ragtriage.records import Diagnosis, Trace
 from ragtriage.report.aggregate import Summary, summarize
 
@@ -548,8 +553,6 @@ class RunStore:
         """Write one stored run as a run directory (``manifest.json``, ``traces.jsonl``,
         ``diagnoses.jsonl`` when it has diagnoses), streaming the stored JSON rows (no
         run is held in memory), each file replaced atomically. Returns the directory."""
-        from ragtriage.jsonl import atomic_write_text, stream_write_lines
-
         row = self._conn.execute(
             "SELECT id, name, created_at, config, config_hash, manifest FROM runs WHERE id=?",
             (run_id,),
@@ -722,8 +725,6 @@ def export_store(target: str, out_root: str | Path = SERVE_EXPORT_DIR) -> Path:
             except (OSError, ValueError):
                 pass
             store.export_run(info.run_id, folder)
-            from ragtriage.jsonl import atomic_write_text
-
             atomic_write_text(stamp_path, json.dumps(stamp))
     for child in root.iterdir():
         if child.is_dir() and child.name not in wanted:

@@ -1277,6 +1277,14 @@ _ZH_NAME_STOP = frozenset(
     "的在于因被是与和及为向对将等称曾已未出现有说表示经入院诊患主诉自今于了，。、；"
     "以并也都又还均即则从把让"
 )
+#: what texts call the passages they cite ("Document 1", "文档2"), without the number
+_SOURCE_LABELS = frozenset(
+    "doc docs document documents passage passages source sources chunk chunks excerpt "
+    "excerpts context contexts reference references 文档 文件 资料 段落 片段 来源".split()
+)
+_RE_SOURCE_LABEL = re.compile(
+    "(?:" + "|".join(sorted(_SOURCE_LABELS, key=len, reverse=True)) + r") ?\d{1,3}"
+)
 _RE_ZH_MOU = re.compile(r"([\u4e00-\u9fff])某{1,2}")
 #: a place after a locative word: "在杭州市", "位于广东省", "迁至苏州市" (two to four
 #: characters before the administrative suffix)
@@ -1472,6 +1480,10 @@ def _entities(text: str) -> tuple[str, ...]:
     seen: set[str] = set()
     for _, name in found:
         key = normalize(name)
+        # "According to Document 1": once clean_answer drops a cited source's number, its
+        # label word is left capitalised; it names no entity
+        if key in _SOURCE_LABELS or _RE_SOURCE_LABEL.fullmatch(key):
+            continue
         if key and key not in seen:
             seen.add(key)
             out.append(name)

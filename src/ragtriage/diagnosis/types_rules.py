@@ -883,6 +883,21 @@ class _Gen:
         return [q for t in self.context_chunks for q in extract_quantities(t)]
 
     @cached_property
+    def c_pool(self) -> QuantityPool:
+        """The context's quantities as a pool (looked up by several tests)."""
+        return QuantityPool(self.c_quant_pool)
+
+    @cached_property
+    def wrong_numbers(self) -> list[Quantity]:
+        """Answer numbers comparable with a ground-truth number that match none of them."""
+        return [
+            a
+            for a in self.a_quants
+            if _comparable(a, self.g_quants)
+            and not any(quantities_match(a, x) for x in self.g_quants)
+        ]
+
+    @cached_property
     def swaps(self) -> tuple[FactSwap, ...]:
         """Ground-truth facts the answer attaches to each other's events."""
         return fact_swaps(self.gt, self.answer)
@@ -1029,8 +1044,7 @@ class _Gen:
 
     @cached_property
     def a_ents(self) -> list[str]:
-        # "According to Document 1": the label of a cited source is no entity
-        return [e for e in extract_entities(self.answer) if normalize(e) not in _SOURCE_LABELS]
+        return extract_entities(self.answer)
 
     @cached_property
     def a_names(self) -> list[str]:
@@ -1121,14 +1135,6 @@ class _Gen:
             if not _date_agrees(a, self.g_dates)
             and any(_date_conflicts(a, x) for x in self.g_dates)
         ]
-
-
-#: what an answer calls the passages it cites ("Document 1", "文档2"), once the number
-#: is gone (answer_styles.clean_answer keeps the word)
-_SOURCE_LABELS = frozenset(
-    "doc docs document documents passage passages source sources chunk chunks excerpt "
-    "excerpts context contexts reference references 文档 文件 资料 段落 片段 来源".split()
-)
 
 
 _Span = TypeVar("_Span", Quantity, DateMention)
@@ -1407,7 +1413,7 @@ def _gen_e10_e11(g: _Gen, found: _Found) -> None:
     )
     general = _RE_GENERAL.search(g.answer)
     calc = _RE_CALCULATION.search(g.answer)
-    c_pool = QuantityPool(g.c_quant_pool)
+    c_pool = g.c_pool
     a_q_unsupported = [q for q in g.a_quants if not c_pool.matches(q)]
     if calc and a_q_unsupported:
         found.add(
@@ -1764,11 +1770,7 @@ def _gen_e16(g: _Gen, found: _Found) -> None:
     c_q = g.c_quants
     pool = [*c_q, *g.g_quants]
     if g.g_quants:
-        wrong = [
-            a
-            for a in g.a_quants
-            if _comparable(a, g.g_quants) and not any(quantities_match(a, x) for x in g.g_quants)
-        ]
+        wrong = g.wrong_numbers
         if not wrong:
             return
         if any(any(quantities_match(a, x) for x in g.g_quants) for a in g.a_quants) and len(
@@ -1911,14 +1913,7 @@ def _gen_answer_rule(g: _Gen, ctx: CaseContext, found: _Found) -> None:
         # the answer failed on a number: one of its numbers, found in no source, stands
         # where the ground truth's is (a context figure of another aspect or entity is
         # for E13/E14 to weigh; dates are weighed by _gen_e15: value or chronology)
-        c_pool = QuantityPool(g.c_quant_pool)
-        wrong = [
-            a
-            for a in g.a_quants
-            if _comparable(a, g.g_quants)
-            and not any(quantities_match(a, x) for x in g.g_quants)
-            and not c_pool.matches(a)
-        ]
+        wrong = [a for a in g.wrong_numbers if not g.c_pool.matches(a)]
         if wrong:
             found.add(
                 E.E16,

@@ -285,6 +285,10 @@ def _build(run: Path, files: dict[str, Path | None], out: Path) -> dict[str, Any
     type1 = np.full(n_traces, -1, dtype=np.int8)
     type2 = np.full(n_traces, -1, dtype=np.int8)
     failing = np.zeros(n_traces, dtype=np.int8)
+    # NaN here is the column's "absent" mark, as -1 is in the integer columns: a trace
+    # without a confidence (or, below, a metric that is undetermined or not scored)
+    # never leaves the index as a number -- RunView reads it back as None / no entry,
+    # and filters and sorts treat it as missing (runview/_view.py)
     confidence = np.full(n_traces, np.nan, dtype=np.float64)
     tiers: list[list[int]] = [[] for _ in range(n_traces)]
     tier_vocab = _Vocab()
