@@ -320,6 +320,31 @@ _CUE_PIECES = ["I ", "i", "don't ", "DO NOT ", "do n't ", "know", "Not ", "menti
 _CUE_PIECES += ["none of the ", "Documents", "provide", "cannot be ", "Determined", "unknown"]
 _CUE_PIECES += ["There is no ", "information", "likely", "Thus, ", "the answer is", "\n", ". "]
 _CUE_PIECES += ["(Doc 2)", "[1]", "**", "'", " ", "\t", "K", "s", "ſ", "İ", "不知道", "没有提供"]
+_CUE_PIECES += [
+    "\u212a",
+    "ı",
+    "É",
+    "Σ",
+    "无法确定",
+    "缺乏",
+    "关于",
+    "的数据",
+    "信息不足",
+    "。",
+    "，",
+]
+_CUE_PIECES += [
+    "dont ",
+    "do nt ",
+    "no",
+    "info",
+    "Context",
+    "综上所述，",
+    "答案是",
+    "So, ",
+    ":",
+    "\n\n",
+]
 cue_texts = joined(_CUE_PIECES, 25)
 
 _FOLDED = [
@@ -343,11 +368,120 @@ def test_folded_patterns_find_what_the_patterns_find(text: str, pos: int) -> Non
         assert _span(folded.search(text, pos)) == _span(pattern.search(text, pos))
 
 
+def test_lower_casing_keeps_what_a_case_insensitive_pattern_sees() -> None:
+    """FoldedPattern's premise, over all of Unicode but "İ", "ı" and "ſ": lower-casing
+    keeps a character one character and its class, and maps it to an ASCII letter exactly
+    when a case-insensitive pattern matches it to that letter."""
+    skip = {0x130, 0x131, 0x17F}
+    chars = "".join(
+        chr(c) for c in range(0x110000) if not (0xD800 <= c <= 0xDFFF) and c not in skip
+    )
+    low = chars.lower()
+    assert len(low) == len(chars)
+    for cls in (r"\w", r"\s", r"\d", r"\b"):
+        pattern = re.compile(cls)
+        assert [m.start() for m in pattern.finditer(chars)] == [
+            m.start() for m in pattern.finditer(low)
+        ], cls
+    for letter in "abcdefghijklmnopqrstuvwxyz":
+        insensitive = [m.start() for m in re.finditer(letter, chars, re.IGNORECASE)]
+        assert insensitive == [m.start() for m in re.finditer(letter, low)], letter
+    # why these three are searched as they are
+    assert len("\u0130".lower()) == 2
+    assert re.fullmatch("i", "\u0131", re.IGNORECASE) and "\u0131".lower() != "i"
+    assert re.fullmatch("s", "\u017f", re.IGNORECASE) and "\u017f".lower() != "s"
+
+
 def test_folded_pattern_keeps_patterns_with_capitals_as_they_are() -> None:
     for source in (r"[A-Z]+", r"\\S", r"(?P<Name>x)"):
         assert T.FoldedPattern(re.compile(source, re.IGNORECASE))._cased is None
     assert T.FoldedPattern(re.compile(r"\S+", re.IGNORECASE))._cased is not None
     assert T.FoldedPattern(re.compile(r"abc"))._cased is None  # not case-insensitive
+
+
+def _plain_declines(text: str) -> tuple[str, ...]:
+    """The declining sentences as answer_view found them: each sentence searched alone."""
+
+    def plain(t: str) -> bool:
+        return bool(answer_styles._EN_DECLINE.search(t) or answer_styles._ZH_DECLINE.search(t))
+
+    return tuple(s.text for s in T.split_sentences(text) if plain(s.text)) if plain(text) else ()
+
+
+@settings(max_examples=1500, deadline=None)
+@given(cue_texts)
+def test_declining_sentences_found_in_one_pass_equal_each_searched_alone(text: str) -> None:
+    found = answer_styles._declining(text, T.split_sentences(text))
+    assert found == _plain_declines(text)
+
+
+def test_declining_sentences_equal_on_real_style_answers() -> None:
+    for t in real_traces(60):
+        text = answer_styles.clean_answer(t.answer)
+        assert answer_styles.answer_view(t.answer).declines == _plain_declines(text)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(cue_texts)
+def test_last_conclusion_is_the_last_match_of_the_pattern(text: str) -> None:
+    last = None
+    for m in answer_styles._CONCLUSION.finditer(text):
+        last = m
+    fast = answer_styles._last_conclusion(text)
+    assert _span(fast) == _span(last)
+    assert (fast and fast.group(0)) == (last and last.group(0))
+
+
+def ref_clean_answer(answer: str) -> str:
+    """clean_answer before its guards and fast label pattern."""
+    s = answer_styles
+    lines = []
+    for line in answer.replace("\r\n", "\n").split("\n"):
+        if s._TABLE_RULE.match(line):
+            continue
+        line = s._MD_LINE.sub("", line)
+        line = s._MD_EMPH.sub("", line)
+        if "|" in line:
+            line = line.strip().strip("|").replace("|", ",")
+        line = s._CITATIONS.sub("", line)
+        line = s._DOC_LABEL.sub(s._label_only, line)
+        line = s._SPACES.sub(" ", line)
+        lines.append(line.strip())
+    return "\n".join(lines).strip()
+
+
+_MD_PIECES = [
+    *_CUE_PIECES,
+    "*",
+    "_",
+    "`",
+    "|",
+    "---",
+    "# ",
+    "- ",
+    "1. ",
+    "[1]",
+    "【3】",
+    "（文档2）",
+]
+_MD_PIECES += [
+    "Document 1",
+    "doc3",
+    "Passage 12",
+    "source 4",
+    "文档3",
+    "来源12",
+    "片段 5",
+    "(",
+    "[",
+]
+_MD_PIECES += ["Doc", "#", "1", "12345", "Excerpt", "CHUNK 2", "、", "（", "）", "]", ")", "Ｄoc"]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(joined(_MD_PIECES, 30))
+def test_clean_answer_equals_reference(text: str) -> None:
+    assert answer_styles.clean_answer.__wrapped__(text) == ref_clean_answer(text)
 
 
 @settings(max_examples=800, deadline=None)
@@ -365,9 +499,12 @@ def _first_chars(items: list[tuple[object, object]]) -> set[str] | None:
     """The characters a match of the parsed pattern ``items`` can start with (None: any)."""
     from re import _constants as c
 
-    for op, av in items:
+    for i, (op, av) in enumerate(items):
         if op in (c.AT, c.ASSERT, c.ASSERT_NOT):  # zero width: look further
             continue
+        if op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[0] == 0:  # optional: it or what follows
+            inner, rest = _first_chars(list(av[2])), _first_chars(items[i + 1 :])
+            return None if inner is None or rest is None else inner | rest
         if op is c.LITERAL:
             return {chr(av)}
         if op is c.SUBPATTERN:
@@ -394,6 +531,20 @@ def test_shortcut_premises_hold_for_the_patterns() -> None:
     for pattern in (answer_styles._ZH_DECLINE,):
         first = _first_chars(list(_parser.parse(pattern.pattern, pattern.flags)))
         assert first is not None and all(T.is_cjk(ch) for ch in first), pattern.pattern
+    # each fast form's lookahead names every character a match of the plain form starts with
+    shortcuts = [
+        (answer_styles._EN_DECLINE, r"\b", "inlwahdcut"),
+        (answer_styles._ZH_DECLINE, "", "无不难找没未并均都缺信"),
+        (answer_styles._DOC_LABEL, "", "DdPpSsCcEe文资段片来"),
+        (answer_styles._CONCLUSION_TAIL, r"\s*", "thscaoifd综因所总结答最"),
+    ]
+    for pattern, lead, allowed in shortcuts:
+        source = pattern.pattern.removeprefix(lead)
+        first = _first_chars(list(_parser.parse(source, pattern.flags)))
+        assert first is not None and {ch.lower() for ch in first} <= set(allowed), first
+    assert answer_styles._EN_DECLINE_FAST.pattern.pattern.startswith(r"\b(?=[inlwahdcut])")
+    assert answer_styles._ZH_DECLINE_FAST.pattern.startswith("(?=[无不难找没未并均都缺信])")
+    assert answer_styles._DOC_LABEL_FAST.pattern.startswith("(?=[DdPpSsCcEe文资段片来])")
     emph = answer_styles._MD_EMPH.pattern
     assert emph.startswith("(?=[*_`])(?:")
     inner = emph.removeprefix("(?=[*_`])")

@@ -130,9 +130,23 @@ def normalize(text: str) -> str:
     return _normalize(text)
 
 
+class _PunctToSpace(dict[int, str]):
+    """A :meth:`str.translate` table doing ``_PUNCT_SYMBOL_RE.sub(" ", t)``: each
+    character's entry (a space or itself) is decided by the pattern the first time the
+    character is seen, so translating scans the text without the regex engine."""
+
+    def __missing__(self, code: int) -> str:
+        ch = chr(code)
+        out = self[code] = " " if _PUNCT_SYMBOL_RE.match(ch) else ch
+        return out
+
+
+_PUNCT_TO_SPACE = _PunctToSpace()
+
+
 def _normalize(text: str) -> str:
     t = nfkc(text).lower()
-    return " ".join(_PUNCT_SYMBOL_RE.sub(" ", t).split())
+    return " ".join(t.translate(_PUNCT_TO_SPACE).split())
 
 
 _normalize_cached = lru_cache(maxsize=16384)(_normalize)
@@ -454,26 +468,57 @@ _PATTERN_CAPITAL = re.compile(r"(?<!\\)(?:\\\\)*[A-Z]")
 
 
 class FoldedPattern:
-    """A case-insensitive pattern that searches ASCII text several times faster.
+    """A case-insensitive pattern that searches text several times faster.
 
-    For ASCII text, a case-insensitive search finds what the same pattern without
-    ``IGNORECASE`` finds in the lower-cased text, at the same offsets, provided the
-    pattern's own letters are lower case: lower-casing changes only A-Z and keeps every
-    character's class. Other text (and patterns with capitals, or without
-    ``IGNORECASE``) is searched with the pattern as given. Matches come from the
-    lower-cased text: their offsets are the text's, their group strings lower case.
+    A case-insensitive search finds what the same pattern without ``IGNORECASE`` finds
+    in the lower-cased text, at the same offsets, provided the pattern's own letters are
+    lower case and its other characters caseless (CJK, punctuation): lower-casing keeps
+    every character's length and class (``\\w``, ``\\s``, ``\\d``) and maps a character
+    to an ASCII letter exactly when the case-insensitive pattern would match it to that
+    letter -- for every character but three, "İ" (two characters lower-cased), "ı" and
+    "ſ" (matched to "i" and "s" without lower-casing to them), checked over all of
+    Unicode in tests/test_fast_paths.py. Text with one of those three (and patterns with
+    capitals, other cased characters, or without ``IGNORECASE``) is searched with the
+    pattern as given. Matches come from the lower-cased text: their offsets are the
+    text's, their group strings lower case.
     """
 
     __slots__ = ("_cased", "pattern")
 
     def __init__(self, pattern: re.Pattern[str]) -> None:
         self.pattern = pattern
-        usable = pattern.flags & re.IGNORECASE and not _PATTERN_CAPITAL.search(pattern.pattern)
+        usable = (
+            pattern.flags & re.IGNORECASE
+            and not _PATTERN_CAPITAL.search(pattern.pattern)
+            and all(_caseless(ch) for ch in pattern.pattern if not ch.isascii())
+        )
         self._cased = (
             re.compile(pattern.pattern, pattern.flags & ~re.IGNORECASE) if usable else None
         )
 
+    def lowered(self, text: str) -> str | None:
+        """``text`` lower-cased when the fast pattern may search it, else ``None``."""
+        if self._cased is None:
+            return None
+        if text.isascii() or not ("\u0130" in text or "\u0131" in text or "\u017f" in text):
+            return text.lower()
+        return None
+
     def search(self, text: str, pos: int = 0) -> re.Match[str] | None:
-        if self._cased is not None and text.isascii():
-            return self._cased.search(text.lower(), pos)
+        low = self.lowered(text)
+        if low is not None:
+            return self._cased.search(low, pos)  # type: ignore[union-attr]
         return self.pattern.search(text, pos)
+
+    def search_lowered(self, low: str, pos: int = 0) -> re.Match[str] | None:
+        """Search text that :meth:`lowered` returned."""
+        return self._cased.search(low, pos)  # type: ignore[union-attr]
+
+
+#: categories of the characters that are some character's lower case
+_LOWER_IMAGES = frozenset({"Ll", "Lu", "Lt", "Lm", "So", "Nl", "Mn"})
+
+
+def _caseless(ch: str) -> bool:
+    """A pattern character no other character lower-cases to, and without case."""
+    return ch.lower() == ch == ch.upper() and unicodedata.category(ch) not in _LOWER_IMAGES

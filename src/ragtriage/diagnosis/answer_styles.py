@@ -20,10 +20,11 @@ Pure and deterministic; linear in the answer length.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ragtriage.text import FoldedPattern, has_cjk, split_sentences
+from ragtriage.text import FoldedPattern, Sentence, has_cjk, split_sentences
 
 __all__ = [
     "AnswerView",
@@ -51,6 +52,27 @@ _DOC_LABEL = re.compile(
 )
 
 
+# the same, with a lookahead for the labels' first characters (the engine then skips
+# most positions without trying each alternative; tests/test_fast_paths.py)
+_DOC_LABEL_FAST = re.compile(r"(?=[DdPpSsCcEe文资段片来])(?:" + _DOC_LABEL.pattern + ")")
+
+
+_LABEL_WORDS = ("doc", "passage", "source", "chunk", "excerpt")
+_ZH_LABEL_WORDS = ("文档", "文件", "资料", "段落", "片段", "来源")
+_DIGIT = re.compile(r"\d")
+
+
+def _may_hold_label(line: str) -> bool:
+    """What every _DOC_LABEL match needs: a digit and a label word (its letters lower
+    case in the lower-cased line)."""
+    if _DIGIT.search(line) is None:
+        return False
+    low = line.lower()
+    return any(w in low for w in _LABEL_WORDS) or (
+        not line.isascii() and any(w in line for w in _ZH_LABEL_WORDS)
+    )
+
+
 def _label_only(m: re.Match[str]) -> str:
     return m.group(1) or m.group(2) or ""
 
@@ -74,11 +96,21 @@ def clean_answer(answer: str) -> str:
         if _TABLE_RULE.match(line):
             continue
         line = _MD_LINE.sub("", line)
-        line = _MD_EMPH.sub("", line)
+        # each pattern needs one of these characters: most lines are spared its scan
+        if "_" in line or "`" in line:
+            line = _MD_EMPH.sub("", line)
+        elif "*" in line:
+            # asterisks in even runs only: the pattern takes them two by two
+            paired = line.count("**")
+            line = (
+                line.replace("**", "") if 2 * paired == line.count("*") else _MD_EMPH.sub("", line)
+            )
         if "|" in line:
             line = line.strip().strip("|").replace("|", ",")
-        line = _CITATIONS.sub("", line)
-        line = _DOC_LABEL.sub(_label_only, line)
+        if "(" in line or "[" in line or "（" in line or "【" in line:
+            line = _CITATIONS.sub("", line)
+        if _may_hold_label(line):
+            line = _DOC_LABEL_FAST.sub(_label_only, line)
         if "  " in line or "\t" in line:  # else every run is one space already
             line = _SPACES.sub(" ", line)
         lines.append(line.strip())
@@ -152,15 +184,73 @@ _MD_LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+•·]|\d{1,2}[.)、]|[（(]\d{1,2}[)
 _MAX_FINAL_SENTENCES = 3
 
 
+@lru_cache(maxsize=4096)
 def declining_sentence(sentence: str) -> bool:
-    """True when the sentence declines (says the material does not tell), EN or ZH."""
+    """True when the sentence declines (says the material does not tell), EN or ZH.
+    Cached: the answer evaluation asks it of one answer text several times."""
     # every Chinese cue starts with a CJK character (tests/test_fast_paths.py)
     return bool(
-        _EN_DECLINE_FOLDED.search(sentence) or (has_cjk(sentence) and _ZH_DECLINE.search(sentence))
+        _EN_DECLINE_FAST.search(sentence)
+        or (has_cjk(sentence) and _ZH_DECLINE_FAST.search(sentence))
     )
 
 
-_EN_DECLINE_FOLDED = FoldedPattern(_EN_DECLINE)
+# The same patterns, searched faster: a lookahead for the first characters of the cues
+# lets the regex engine skip most positions without trying every alternative (each
+# alternative starts with one of these; tests/test_fast_paths.py compares both forms).
+_EN_DECLINE_FAST = FoldedPattern(
+    re.compile(r"\b(?=[inlwahdcut])" + _EN_DECLINE.pattern[2:], _EN_DECLINE.flags)
+)
+_ZH_DECLINE_FAST = re.compile(r"(?=[无不难找没未并均都缺信])(?:" + _ZH_DECLINE.pattern + ")")
+_WORD = re.compile(r"\w")
+
+
+def _declining(text: str, sentences: list[Sentence]) -> tuple[str, ...]:
+    """The sentences of ``text`` that decline (:func:`declining_sentence` of each), found
+    by searching ``text`` forward once per declining sentence instead of once per
+    sentence. A match that starts inside a sentence and ends in it is the sentence's (the
+    cue patterns look at no character outside their match but for ``\\b``, which sees the
+    same non-word character at a sentence's edge in both); a sentence with no match
+    starting inside it has none; anything else (a sentence that is no plain slice of
+    ``text``, a word character at its edge, a match running past its end) is searched
+    alone."""
+    low = _EN_DECLINE_FAST.lowered(text)
+    cjk = has_cjk(text)
+    searches: list[tuple[Callable[[str, int], re.Match[str] | None], str]] = []
+    if low is not None:
+        searches.append((_EN_DECLINE_FAST.search_lowered, low))
+    else:
+        searches.append((_EN_DECLINE_FAST.search, text))
+    if cjk:
+        searches.append((_ZH_DECLINE_FAST.search, text))
+    # per search: the first match at or after the last sentence start, or None (no more)
+    ahead: list[re.Match[str] | bool | None] = [True] * len(searches)
+    out: list[str] = []
+    n = len(text)
+    for sent in sentences:
+        a, b = sent.start, sent.end
+        plain = (
+            text[a:b] == sent.text
+            and (a == 0 or _WORD.match(text, a - 1) is None)
+            and (b == n or _WORD.match(text, b) is None)
+        )
+        if not plain:
+            if declining_sentence(sent.text):
+                out.append(sent.text)
+            continue
+        hit = False
+        for i, (search, where) in enumerate(searches):
+            m = ahead[i]
+            if m is True or (isinstance(m, re.Match) and m.start() < a):
+                m = ahead[i] = search(where, a)
+            if not isinstance(m, re.Match) or m.start() >= b:
+                continue
+            if m.end() <= b or declining_sentence(sent.text):
+                hit = True
+                break
+        if hit:
+            out.append(sent.text)
+    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,10 +284,31 @@ class AnswerView:
         return bool(self.declines)
 
 
+# _CONCLUSION without its anchor, and the places it may match: after a sentence mark,
+# blanks and the first character of a marker (the scan for these skips ahead; the
+# regex engine would try the anchor at every position)
+_CONCLUSION_TAIL = re.compile(_CONCLUSION.pattern[len(r"(?:^|(?<=[\n.!?。！？：:]))") :], re.I)
+_CONCLUSION_AT = re.compile(r"[\n.!?。！？：:](?=\s*[thscaoifd综因所总结答最])", re.I)
+
+
+def _last_conclusion(text: str) -> re.Match[str] | None:
+    """The last match of ``_CONCLUSION.finditer(text)``: the anchor holds at 0 and after
+    each sentence mark only, so the tail is tried there, skipping the places an earlier
+    match covers, as finditer does."""
+    last = _CONCLUSION_TAIL.match(text) if text else None
+    covered = last.end() if last is not None else 0
+    for at in _CONCLUSION_AT.finditer(text):
+        p = at.start() + 1
+        if p < covered:
+            continue
+        m = _CONCLUSION_TAIL.match(text, p)
+        if m is not None:
+            last, covered = m, m.end()
+    return last
+
+
 def _final(text: str, raw: str) -> tuple[str, str]:
-    last = None
-    for m in _CONCLUSION.finditer(text):
-        last = m
+    last = _last_conclusion(text)
     if last is not None:
         rest = text[last.start() :].strip()
         # "So, the answer is …" with nothing after it is no conclusion
@@ -220,11 +331,11 @@ def answer_view(answer: str) -> AnswerView:
     """Read ``answer`` (see :class:`AnswerView`)."""
     text = clean_answer(answer)
     final, final_from = _final(text, answer)
-    sentences = [s.text for s in split_sentences(text)] if text else []
+    sentences = split_sentences(text) if text else []
     # a sentence declines only if the whole answer holds a declining cue: most answers
     # hold none, and one search of the answer spares one per sentence
     any_decline = bool(text) and declining_sentence(text)
-    declines = tuple(s for s in sentences if declining_sentence(s)) if any_decline else ()
+    declines = _declining(text, sentences) if any_decline else ()
     clauses = tuple(
         c.strip()
         for d in declines

@@ -21,8 +21,9 @@ from __future__ import annotations
 import asyncio
 import gc
 import multiprocessing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from typing import Literal, cast
 
 from ragtriage.config import DiagnosisConfig
@@ -173,10 +174,11 @@ class Diagnoser:
             return await self._diagnose_in_processes(traces, workers, on_result)
         if self._judge == "rules":
             # nothing to wait for: avoid the task overhead
-            for i, trace in enumerate(traces):
-                results[i] = d = await self.diagnose(trace)
-                if on_result is not None:
-                    on_result(d)
+            with _fewer_collections():
+                for i, trace in enumerate(traces):
+                    results[i] = d = await self.diagnose(trace)
+                    if on_result is not None:
+                        on_result(d)
             return [d for d in results if d is not None]
         gate = asyncio.Semaphore(concurrency)
 
@@ -327,6 +329,23 @@ _MIN_BATCH = 32
 _MAX_BATCH = 512
 #: (diagnoser, traces) inherited by forked workers; set only while a pool runs
 _FORKED: tuple[Diagnoser, Sequence[Trace]] | None = None
+
+
+#: the youngest generation's collection threshold while the rules judge runs: it
+#: allocates many short-lived objects (matches, tuples, records) and no cycles worth
+#: collecting sooner; at the default 700 the collector ran ~10 % of the judge's time
+_GEN0_THRESHOLD = 100_000
+
+
+@contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """Raise the youngest generation's threshold (never lower it), restored on exit."""
+    old = gc.get_threshold()
+    gc.set_threshold(max(old[0], _GEN0_THRESHOLD), *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
 
 
 def _diagnose_range(lo: int, hi: int) -> list[str]:

@@ -143,6 +143,7 @@ def question_parts(query: str) -> tuple[QuestionPart, ...]:
     return tuple(QuestionPart(c, "clause") for c in _clauses(query))
 
 
+@lru_cache(maxsize=4096)
 def _cores(name: str) -> tuple[str, ...]:
     """Ways a name is written in a text: in full, without its legal suffix, and for long
     English names the first two words ("Green Fields Agriculture Ltd." → "green fields")."""
@@ -161,9 +162,17 @@ def _cores(name: str) -> tuple[str, ...]:
 
 
 def _in(core: str, normalized_text: str) -> bool:
+    """``core`` in the text, on word boundaries unless it is CJK (``f" {core} " in
+    f" {text} "``, without copying the text)."""
     if has_cjk(core):
         return core in normalized_text
-    return f" {core} " in f" {normalized_text} "
+    t, n = normalized_text, len(core)
+    at = t.find(core)
+    while at >= 0:
+        if (at == 0 or t[at - 1] == " ") and (at + n == len(t) or t[at + n] == " "):
+            return True
+        at = t.find(core, at + 1)
+    return False
 
 
 def mentions_part(part: QuestionPart, text: str) -> bool:
