@@ -163,8 +163,9 @@ def register(app: typer.Typer) -> None:
         executor: str = typer.Option(
             "local",
             "--executor",
-            help="local | ray | ray:ADDRESS (extra .[ray]; offline stages, in-memory index): "
-            "batches of examples as Ray tasks, written in input order, resumable.",
+            help="local | ray | ray:ADDRESS (extra .[ray]; in-memory index): batches of "
+            "examples as Ray tasks, written in input order, resumable; LLM stages call the "
+            "endpoint from the workers through one cache actor (llm.concurrency shared out).",
         ),
         batch_size: int = typer.Option(
             64, "--batch-size", min=1, help="Examples per Ray task (--executor ray)."

@@ -36,6 +36,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 from ragtriage.config import DiagnosisConfig
@@ -55,6 +56,7 @@ __all__ = [
 
 DEFAULT_BATCH = 256
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 class Executor:
@@ -137,7 +139,7 @@ def ray_session(executor: Executor) -> Iterator[Any]:
 
 
 def ray_map(
-    fn: Callable[..., list[str]],
+    fn: Callable[..., R],
     items: Sequence[Any],
     *,
     encode: Callable[[Any], str] = str,
@@ -145,7 +147,7 @@ def ray_map(
     batch_size: int = DEFAULT_BATCH,
     args: tuple[Any, ...] = (),
     shared: Any = None,
-) -> Iterator[list[str]]:
+) -> Iterator[R]:
     """``fn(*args, [shared_ref], lines)`` for each batch of ``batch_size`` items (each
     encoded as one JSON line by ``encode`` when its batch is submitted), as
     Ray tasks (at most 2 x cluster CPUs in flight), yielding each batch's output lines
@@ -165,7 +167,7 @@ def ray_map(
             extra = (*args, [ray.put(shared)])
         starts = list(range(0, len(items), batch_size))
         window = max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
-        results: dict[int, list[str]] = {}
+        results: dict[int, R] = {}
         pending: dict[Any, int] = {}
         nxt = 0  # next batch to submit
         flushed = 0  # next batch to hand on
@@ -343,6 +345,9 @@ def cache_actor(ray: Any, cache_path: str | None) -> Iterator[list[Any]]:
     if cache_path is not None:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+        if cache_path != ":memory:":  # the actor's working directory is not the driver's
+            cache_path = str(Path(cache_path).resolve())
+
         here = ray.get_runtime_context().get_node_id()
         service = ray.remote(num_cpus=0)(_CacheService).options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False)
@@ -362,13 +367,19 @@ def concurrency_share(ray: Any, concurrency: int) -> int:
     return max(1, concurrency // in_flight)
 
 
-def worker_runner(llm: str, concurrency: int, cache: list[Any]) -> Any:
+def worker_runner(
+    llm: str, concurrency: int, cache: list[Any], wrap: Callable[[Any], Any] | None = None
+) -> Any:
     """In a Ray worker: an :class:`~ragtriage.llm.LLMRunner` for the configured endpoint
-    (read from the worker's environment) whose samples go through the cache actor."""
+    (read from the worker's environment) whose samples go through the cache actor;
+    ``wrap`` wraps its client (the pipeline's per-stage meter)."""
     from ragtriage.config import LLMConfig
     from ragtriage.llm import LLMRunner
     from ragtriage.llm._openai import client_from_config
 
     cfg = LLMConfig.model_validate_json(llm).with_env()
     cfg = cfg.model_copy(update={"concurrency": concurrency})
-    return LLMRunner(client_from_config(cfg), cfg, cache=ActorCache(cache[0]) if cache else None)
+    client = client_from_config(cfg)
+    if wrap is not None:
+        client = wrap(client)
+    return LLMRunner(client, cfg, cache=ActorCache(cache[0]) if cache else None)

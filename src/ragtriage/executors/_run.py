@@ -13,16 +13,21 @@ per-trace rows come back in input order and are appended to a resume file, and t
 aggregate (means, bootstrap CIs, latency and cost) is computed by the driver over all
 rows, exactly as the local executor computes it.
 
-**LLM stages stay local** (the choice documented in :mod:`ragtriage.executors._ray`
-for ``diagnose``): one process holds the LLM runner's concurrency limit and its SQLite
-response cache, so no paid call is made twice. A pipeline whose generation, rerank or
-query transform calls an LLM endpoint, and ``evaluate --judge llm``, are configuration
-errors on Ray that say to use the local executor. The pgvector backend is not shipped
-to workers either (it is already a server: run it with the local executor).
+**LLM stages on Ray** (generation ``openai``, LLM rerank, LLM query transform): each
+batch's runner calls the endpoint from the worker (address and key read from the
+worker's environment, never sent in a task) and looks samples up and stores them
+through the cache actor over the driver runner's cache file
+(:mod:`ragtriage.executors._ray`); the worker keeps its index and offline stages and
+rebuilds only the LLM stages over the batch's runner, whose share of ``llm.concurrency``
+bounds the examples' calls. Each batch returns its ledger with its trace lines; the
+driver adds it to its runner's ledger, so the manifest's ``llm_ledger`` counts the
+whole session as the local executor's does. The pgvector backend is not shipped to
+workers (it is already a server: run it with the local executor).
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import secrets
@@ -59,15 +64,6 @@ __all__ = ["check_run_on_ray", "run_examples_on_ray", "score_traces_on_ray"]
 
 def check_run_on_ray(cfg: PipelineConfig) -> None:
     """A :class:`ConfigError` for a pipeline that cannot run on Ray (before indexing)."""
-    from ragtriage.pipeline import needs_llm
-
-    if needs_llm(cfg):
-        raise ConfigError(
-            "a pipeline stage calls an LLM endpoint; LLM stages run on the local executor "
-            "(one response cache, so no paid call is made twice; see docs/scaling.md): "
-            "drop --executor ray",
-            field="--executor",
-        )
     if cfg.index.backend != "memory":
         raise ConfigError(
             f"--executor ray ships the in-memory index to the workers; index.backend "
@@ -93,16 +89,18 @@ def _bundle(pipeline: Pipeline) -> dict[str, Any]:
         files = {
             p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()
         }
+    cfg = pipeline.config  # the key stays here: workers read theirs from their environment
+    public = cfg.model_copy(update={"llm": cfg.llm.model_copy(update={"api_key": None})})
     return {
-        "config": pipeline.config.model_dump_json(),
+        "config": public.model_dump_json(),
         "chunks": [c.model_dump_json() for c in pipeline.chunks],
         "build": dataclasses.asdict(pipeline.build_info),
         "index": files,
     }
 
 
-def _pipeline_of(bundle: dict[str, Any]) -> Pipeline:
-    """Worker side of :func:`_bundle`."""
+def _pipeline_of(bundle: dict[str, Any], runner: Any = None) -> Pipeline:
+    """Worker side of :func:`_bundle` (LLM stages over ``runner``)."""
     from ragtriage.embedding import make_embedder
     from ragtriage.pipeline import BuildInfo, Pipeline
     from ragtriage.retrieval import IndexedRetriever
@@ -116,20 +114,50 @@ def _pipeline_of(bundle: dict[str, Any]) -> Pipeline:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
         retriever = IndexedRetriever.load(tmp, emb, cfg.retrieval)  # reads every file
-    return Pipeline.from_index(cfg, chunks, retriever, BuildInfo(**bundle["build"]), embedder=emb)
+    return Pipeline.from_index(
+        cfg, chunks, retriever, BuildInfo(**bundle["build"]), embedder=emb, runner=runner
+    )
 
 
-def _run_batch(key: str, run_id: str, shared: list[Any], lines: list[str]) -> list[str]:
-    """Ray task body: run one batch of examples (JSON in, trace lines out)."""
+def _run_batch(
+    key: str,
+    run_id: str,
+    llm: str | None,
+    concurrency: int,
+    cache: list[Any],
+    shared: list[Any],
+    lines: list[str],
+) -> tuple[list[str], str | None]:
+    """Ray task body: run one batch of examples (JSON in; trace lines and, with LLM
+    stages, the batch's ledger summary as JSON out). ``llm``: the endpoint without its
+    key when a stage calls an LLM; its samples go through the cache actor (``cache``)."""
+    from ragtriage.executors._ray import worker_runner
     from ragtriage.llm import run_sync
+    from ragtriage.pipeline import metered_client
 
-    pipeline = worker_cached(key, shared, _pipeline_of)
+    runner = worker_runner(llm, concurrency, cache, metered_client) if llm else None
+    if runner is None:
+        pipeline = worker_cached(key, shared, _pipeline_of)
+    else:  # index and offline stages kept per worker; LLM stages over this batch's runner
+        first = runner
+        pipeline = worker_cached(key, shared, lambda b: _pipeline_of(b, first))
+        pipeline = pipeline.with_runner(runner)
     examples = [Example.model_validate_json(line) for line in lines]
 
     async def run_all() -> list[Trace]:
-        return [await pipeline.run_example(e, run_id=run_id) for e in examples]
+        # one event loop for the batch (the client's connection pool belongs to it);
+        # the examples in flight together, the runner's share of the limit bounds calls
+        try:
+            return list(
+                await asyncio.gather(*(pipeline.run_example(e, run_id=run_id) for e in examples))
+            )
+        finally:
+            if runner is not None:
+                await runner.aclose()
 
-    return [record_json(t) for t in run_sync(run_all())]
+    traces = [record_json(t) for t in run_sync(run_all())]
+    ledger = runner.ledger.summary().model_dump_json() if runner is not None else None
+    return traces, ledger
 
 
 def run_examples_on_ray(
@@ -140,17 +168,34 @@ def run_examples_on_ray(
     executor: Executor,
     batch_size: int = DEFAULT_BATCH,
 ) -> Iterator[list[str]]:
-    """Trace lines of ``examples`` run by Ray tasks, one list per batch, in input order."""
+    """Trace lines of ``examples`` run by Ray tasks, one list per batch, in input order.
+    LLM stages call the endpoint from the workers through one cache actor over the
+    pipeline runner's cache file; each batch's ledger is added to that runner's, so the
+    run's manifest counts every call, token and cost of this session."""
+    from ragtriage.llm import LedgerSummary
+
     check_run_on_ray(pipeline.config)
-    yield from ray_map(
-        _run_batch,
-        examples,
-        encode=Example.model_dump_json,
-        executor=executor,
-        batch_size=batch_size,
-        args=(secrets.token_hex(8), run_id),
-        shared=_bundle(pipeline),
-    )
+    runner = pipeline.runner
+    llm = None
+    cache_path = None
+    if runner is not None:
+        cfg = pipeline.config.llm
+        llm = cfg.model_copy(update={"api_key": None}).model_dump_json()
+        cache_path = runner.cache.path if runner.cache is not None else None
+    with ray_session(executor) as ray, cache_actor(ray, cache_path) as actors:
+        share = concurrency_share(ray, pipeline.config.llm.concurrency)
+        for lines, ledger in ray_map(
+            _run_batch,
+            examples,
+            encode=Example.model_dump_json,
+            executor=executor,
+            batch_size=batch_size,
+            args=(secrets.token_hex(8), run_id, llm, share, actors),
+            shared=_bundle(pipeline),
+        ):
+            if runner is not None and ledger is not None:
+                runner.ledger.add(LedgerSummary.model_validate_json(ledger))
+            yield lines
 
 
 def _score_batch(settings: str, concurrency: int, cache: list[Any], lines: list[str]) -> list[str]:
