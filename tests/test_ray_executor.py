@@ -10,8 +10,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -349,17 +350,29 @@ def test_evaluate_on_ray_identical_to_local_and_resumes(cluster: str, tmp_path: 
     assert "".join(lines).encode() == local[0]
 
 
+def _traces_to_judge(
+    tmp: Path,
+    server: LocalLLMServer,
+    monkeypatch: pytest.MonkeyPatch,
+    reply: Callable[[dict[str, Any], int], str],
+    *run_args: str,
+) -> tuple[Path, list[str]]:
+    """The traces of a run over the demo questions, and the ``evaluate`` options of an
+    LLM judge that ``server`` answers with ``reply``."""
+    _clear_llm_env(monkeypatch)
+    server.behaviour.reply = reply
+    data, cfg, _ = _dataset(tmp, 1)
+    _run(data, cfg, tmp / "run", *run_args)
+    llm = ["--judge", "llm", "--base-url", server.base_url, "--model", "judge-model"]
+    return tmp / "run" / "traces.jsonl", llm
+
+
 def test_evaluate_llm_judge_on_ray_identical_to_local(
     cluster: str, tmp_path: Path, llm_server: LocalLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from metrics_helpers import metrics_reply
 
-    _clear_llm_env(monkeypatch)
-    llm_server.behaviour.reply = metrics_reply  # type: ignore[assignment]
-    data, cfg, _ = _dataset(tmp_path, 1)
-    _run(data, cfg, tmp_path / "run")
-    src = tmp_path / "run" / "traces.jsonl"
-    llm = ["--judge", "llm", "--base-url", llm_server.base_url, "--model", "judge-model"]
+    src, llm = _traces_to_judge(tmp_path, llm_server, monkeypatch, metrics_reply)
     local = _evaluate(src, tmp_path / "local", *llm, "--cache", str(tmp_path / "l.sqlite"))
     local_calls = llm_server.chat_requests
     ray_args = ("--executor", f"ray:{cluster}", "--batch-size", "20")
@@ -387,6 +400,44 @@ def test_evaluate_llm_judge_on_ray_identical_to_local(
     assert llm_server.chat_requests - before == ray_calls - rows(tmp_path / "r.sqlite")
 
 
+def _selfcheck_reply(body: dict[str, Any], index: int) -> str:
+    """The metrics judge, and sampled answers for SelfCheck: the first context passage
+    for two choices in three, an unrelated sentence for the third."""
+    from metrics_helpers import metrics_reply
+
+    messages = body["messages"]
+    if str(messages[0]["content"]).startswith("Answer the question from the context"):
+        context = last_user(body).split("Context:\n")[1].split("\n")[0]
+        return context if index % 3 else "The river froze over in the winter of 1740."
+    return metrics_reply(body, index)
+
+
+def test_evaluate_selfcheck_on_ray_identical_to_local(
+    cluster: str, tmp_path: Path, llm_server: LocalLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src, llm = _traces_to_judge(
+        tmp_path, llm_server, monkeypatch, _selfcheck_reply, "--limit", "30"
+    )
+    llm += ["--no-g-eval", "--selfcheck", "3"]
+    local = _evaluate(src, tmp_path / "local", *llm, "--cache", str(tmp_path / "l.sqlite"))
+    paid_locally = llm_server.chat_requests
+    ray_args = ("--executor", f"ray:{cluster}", "--batch-size", "8")
+    cache = ("--cache", str(tmp_path / "r.sqlite"))
+    on_ray = _evaluate(src, tmp_path / "ray", *llm, *cache, *ray_args)
+    assert on_ray == local  # scores.jsonl and metrics.json byte-identical
+    assert llm_server.chat_requests == 2 * paid_locally  # the same requests, once each
+    sampled = [b for b in llm_server.bodies if "from the context" in str(b["messages"][0])]
+    assert len(sampled) == 2 * 30 and all(b["n"] == 3 for b in sampled)
+    rows = [json.loads(line) for line in on_ray[0].splitlines()]
+    scores = [r["scores"]["selfcheck"] for r in rows]
+    assert {s["judge"] for s in scores} == {"offline+llm-samples"}
+    values = {s["value"] for s in scores}
+    assert len(values - {None}) > 1  # the samples disagree with some answers, not all
+    before = llm_server.chat_requests
+    again = _evaluate(src, tmp_path / "ray2", *llm, *cache, *ray_args)
+    assert again == local and llm_server.chat_requests == before  # all from the cache
+
+
 LLM_STAGES = """\
 rerank: {method: llm, top_k: 4}
 generation: {backend: openai, max_context_tokens: 1500}
@@ -394,7 +445,7 @@ query_transform: {method: multi_query, n_variants: 2}
 """
 
 
-def _stage_reply(body: dict[str, object], _index: int) -> str:
+def _stage_reply(body: dict[str, Any], _index: int) -> str:
     """The scripted endpoint of the LLM stages: a rephrasing, a ranking or an answer, each
     a function of its prompt (so the local and the Ray runs get the same replies)."""
     import hashlib
@@ -432,7 +483,7 @@ def _local_llm_run(
     and its traces run locally (``--limit n``); the cache file that run filled is then
     moved aside, so that the next run starts cold."""
     _clear_llm_env(monkeypatch)
-    server.behaviour.reply = _stage_reply  # type: ignore[assignment]
+    server.behaviour.reply = _stage_reply
     data, _, all_ids = _dataset(tmp, 1)
     cfg, cache = _llm_run_config(tmp, server.base_url)
     local = _run(data, cfg, tmp / "local", "--limit", str(n))
@@ -458,7 +509,7 @@ def test_llm_stages_on_ray_equal_local_through_the_cache_actor(
     assert [t["trace_id"] for t in on_ray] == ids  # input order
     by_id = {t["trace_id"]: _comparable(t) for t in local}
     assert [_comparable(t) for t in on_ray] == [by_id[i] for i in ids]
-    stages = on_ray[0]["stages"]
+    stages: dict[str, dict[str, int]] = on_ray[0]["stages"]  # type: ignore[assignment]
     assert all(stages[s]["calls"] == 1 for s in ("query_transform", "reranking", "generation"))
     assert len({str(t["answer"]) for t in on_ray}) == len(ids)
 

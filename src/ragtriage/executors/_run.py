@@ -8,10 +8,13 @@ nothing is re-embedded) and keeps it for the next batches. A batch of examples c
 back as trace lines, appended by the driver **in input order**, one write and fsync
 per batch, so a killed run leaves a prefix and the same command resumes it.
 
-**evaluate.** Batches of traces are scored by the offline judge on the workers; the
-per-trace rows come back in input order and are appended to a resume file, and the
-aggregate (means, bootstrap CIs, latency and cost) is computed by the driver over all
-rows, exactly as the local executor computes it.
+**evaluate.** Batches of traces are scored on the workers (by the offline judge, or by
+the LLM judge through the cache actor); the per-trace rows come back in input order
+and are appended to a resume file, and the aggregate (means, bootstrap CIs, latency and
+cost) is computed by the driver over all rows, exactly as the local executor computes
+it. ``--selfcheck N`` samples its N answers per trace on the workers too, through the
+same runner and cache actor (the requests are seeded per trace, so the samples, and
+the scores, are the local executor's).
 
 **LLM stages on Ray** (generation ``openai``, LLM rerank, LLM query transform): each
 batch's runner calls the endpoint from the worker (address and key read from the
@@ -231,7 +234,7 @@ def _score_lines(opts: dict[str, Any], runner: Any, lines: list[str]) -> list[st
             emb,
             g_eval=opts["g_eval"],
             rubrics=rubrics,
-            selfcheck_n=0,
+            selfcheck_n=opts["selfcheck_n"],
             seed=opts["seed"],
         )
     judge: TraceJudge = LLMTraceJudge(runner) if runner is not None else OfflineJudge()
@@ -255,10 +258,12 @@ def score_traces_on_ray(
     llm: Any = None,
     cache_path: str | None = None,
     concurrency: int = 8,
+    selfcheck_n: int = 0,
 ) -> list[dict[str, Any]]:
     """Score rows of ``traces`` (in their order) by the offline judge, or by the LLM
-    judge when ``llm`` (an :class:`~ragtriage.config.LLMConfig`) is given -- its samples
-    stored through one cache actor over ``cache_path`` -- computed by Ray tasks
+    judge when ``llm`` (an :class:`~ragtriage.config.LLMConfig`) is given -- its samples,
+    and ``selfcheck_n`` sampled answers per trace for SelfCheck, looked up and stored
+    through one cache actor over ``cache_path`` -- computed by Ray tasks
     and appended batch by batch, in input order, to the resume file ``partial``: a
     killed run keeps what it wrote and the same call goes on from there (a resume file
     written with other settings is started afresh). ``embedding``: the embedder's
@@ -270,6 +275,7 @@ def score_traces_on_ray(
             "g_eval": g_eval,
             "rubrics": rubrics.read_text(encoding="utf-8") if rubrics is not None else None,
             "seed": seed,
+            "selfcheck_n": selfcheck_n,
             # the endpoint without its key: workers read theirs from their environment
             "llm": llm.model_copy(update={"api_key": None}).model_dump_json()
             if llm is not None
