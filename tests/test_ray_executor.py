@@ -72,6 +72,15 @@ def _clear_llm_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(var, raising=False)
 
 
+def _set_aside(cache: Path) -> None:
+    """Move a SQLite response cache (and its WAL files) aside: the next run with the same
+    config starts cold."""
+    for suffix in ("", "-wal", "-shm"):
+        src = cache.with_name(cache.name + suffix)
+        if src.exists():
+            src.rename(src.with_name("aside-" + src.name))
+
+
 def _diagnose(src: Path, out: Path, *extra: str) -> str:
     res = CliRunner().invoke(
         app, ["diagnose", str(src), "--out", str(out), "--no-progress", *extra]
@@ -221,6 +230,40 @@ def test_calibrate_on_ray_equals_local(cluster: str, tmp_path: Path) -> None:
     assert (tmp_path / "ray" / "diagnoses.jsonl").read_bytes() == (
         tmp_path / "local" / "diagnoses.jsonl"
     ).read_bytes()
+
+
+def test_calibrate_llm_judge_on_ray_equals_local(
+    cluster: str, tmp_path: Path, llm_server: LocalLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import yaml
+
+    from test_calibration import tiny_calibration_inputs
+
+    _clear_llm_env(monkeypatch)
+    llm_server.behaviour.reply = server_reply(judge_reply())  # type: ignore[assignment]
+    data, cfg = tiny_calibration_inputs(tmp_path)
+    cache = tmp_path / "judge.sqlite"
+    pipeline = yaml.safe_load(cfg.read_text(encoding="utf-8"))
+    pipeline["llm"] = {"base_url": llm_server.base_url, "model": "judge", "cache_path": str(cache)}
+    cfg.write_text(yaml.safe_dump(pipeline), encoding="utf-8")
+    llm = ("--judge", "llm", "--strategy", "ragec")
+    local = _calibrate(data, cfg, tmp_path / "local", *llm)
+    local_prompts = sorted(json.dumps(b, sort_keys=True) for b in llm_server.bodies)
+    _set_aside(cache)
+    on_ray = _calibrate(data, cfg, tmp_path / "ray", *llm, "--executor", f"ray:{cluster}")
+    assert on_ray == local
+    assert list(local["settings"]) == ["llm/ragec"]  # type: ignore[call-overload]
+    setting = local["settings"]["llm/ragec"]  # type: ignore[index]
+    assert setting["cases"] > 0 and setting["outcomes"].get("undetermined", 0) < setting["cases"]
+    bodies = [json.dumps(b, sort_keys=True) for b in llm_server.bodies][len(local_prompts) :]
+    # the same requests (a prompt two batches need at once may be paid twice: one batch here)
+    assert sorted(bodies) == local_prompts and len(local_prompts) >= setting["cases"]
+
+    def rows(run: str) -> list[dict[str, object]]:
+        text = (tmp_path / run / "diagnoses.jsonl").read_text(encoding="utf-8")
+        return [{k: v for k, v in json.loads(x).items() if k != "usage"} for x in text.splitlines()]
+
+    assert rows("ray") == rows("local")
 
 
 # ------------------------------------------------------------------ run and evaluate
@@ -487,10 +530,7 @@ def _local_llm_run(
     data, _, all_ids = _dataset(tmp, 1)
     cfg, cache = _llm_run_config(tmp, server.base_url)
     local = _run(data, cfg, tmp / "local", "--limit", str(n))
-    for suffix in ("", "-wal", "-shm"):  # SQLite and its WAL files
-        src = cache.with_name(cache.name + suffix)
-        if src.exists():
-            src.rename(src.with_name("local.sqlite" + suffix))
+    _set_aside(cache)
     return data, cfg, all_ids[:n], local
 
 

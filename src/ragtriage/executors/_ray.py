@@ -28,7 +28,10 @@ asking for the same new prompt at the same moment may both pay for it once (the 
 answer stored wins); per-shard caches would pay it once per shard for the whole run.
 Workers read the endpoint's address and key from their own environment
 (``RAGTRIAGE_LLM_*``, ``OPENAI_API_KEY``; a remote cluster sets them in its
-``runtime_env``): no key travels in a task's arguments.
+``runtime_env``): no key travels in a task's arguments. ``calibrate --judge llm`` on Ray
+diagnoses its LLM settings through :func:`diagnose_llm_on_ray` too; ``run`` (LLM stages)
+and ``evaluate`` (LLM judge, ``--selfcheck``) use :func:`cache_actor`,
+:func:`concurrency_share` and :func:`worker_runner` the same way.
 """
 
 from __future__ import annotations
