@@ -401,13 +401,16 @@ def _traces_to_judge(
     *run_args: str,
 ) -> tuple[Path, list[str]]:
     """The traces of a run over the demo questions, and the ``evaluate`` options of an
-    LLM judge that ``server`` answers with ``reply``."""
+    LLM judge that ``server`` answers with ``reply`` (a failed request is retried at once:
+    the scripted judge fails the prompts it does not know)."""
     _clear_llm_env(monkeypatch)
     server.behaviour.reply = reply
     data, cfg, _ = _dataset(tmp, 1)
     _run(data, cfg, tmp / "run", *run_args)
+    judge_cfg = tmp / "judge.yaml"
+    judge_cfg.write_text("llm: {backoff_base_s: 0, backoff_max_s: 0}\n", encoding="utf-8")
     llm = ["--judge", "llm", "--base-url", server.base_url, "--model", "judge-model"]
-    return tmp / "run" / "traces.jsonl", llm
+    return tmp / "run" / "traces.jsonl", [*llm, "--config", str(judge_cfg)]
 
 
 def test_evaluate_llm_judge_on_ray_identical_to_local(
