@@ -610,11 +610,35 @@ def test_llm_stages_run_on_ray_killed_then_resumed(
     assert 3 * len(ids) <= paid_on_ray <= 3 * len(ids) + 4 * 2 * 3
 
 
-def test_pgvector_is_refused_on_ray(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_on_ray_queries_the_pgvector_table_of_the_driver(cluster: str, tmp_path: Path) -> None:
+    pytest.importorskip("pgserver")
+    import shutil
+    import tempfile
+
+    # outside pytest's temp root: under root PostgreSQL runs as the pgserver user, which
+    # must traverse every parent folder (see tests/test_pgvector.py)
+    home = Path(tempfile.mkdtemp(prefix="ragtriage-pg-ray-test-"))
+    try:
+        data, cfg, ids = _dataset(tmp_path, 1)
+        cfg.write_text(RUN_CFG + f"index: {{backend: pgvector, data_dir: '{home}'}}\n", "utf-8")
+        local = _run(data, cfg, tmp_path / "local", "--limit", "40")
+        on_ray = _run(data, cfg, tmp_path / "ray", "--limit", "40", "--executor", "ray")
+        assert [t["trace_id"] for t in on_ray] == ids[:40]
+        by_id = {t["trace_id"]: _comparable(t) for t in local}
+        assert [_comparable(t) for t in on_ray] == [by_id[i] for i in ids[:40]]
+        assert all(t["retrieved"] for t in on_ray)  # every worker reached the table
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_embedded_pgvector_is_refused_for_a_remote_cluster(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     data, _, _ = _dataset(tmp_path, 1)
     pg_cfg = tmp_path / "pg.yaml"
     pg_cfg.write_text(RUN_CFG + "index: {backend: pgvector}\n", "utf-8")
-    with pytest.raises(SystemExit) as exc:
-        main(["run", "--data", str(data), "--config", str(pg_cfg), "--executor", "ray"])
+    args = ["run", "--data", str(data), "--config", str(pg_cfg)]
+    with pytest.raises(SystemExit) as exc:  # before starting the server or indexing
+        main([*args, "--executor", "ray:ray://127.0.0.1:10001"])
     assert exc.value.code == 2
-    assert "local executor" in capsys.readouterr().err
+    assert "index.dsn" in capsys.readouterr().err

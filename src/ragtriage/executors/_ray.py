@@ -193,10 +193,15 @@ _WORKER_CACHE: dict[str, Any] = {}
 
 def worker_cached(key: str, shared: list[Any], build: Callable[[Any], T]) -> T:
     """In a Ray worker process: ``build(ray.get(shared[0]))`` once per ``key`` (the last
-    key only: a new run's object replaces the previous one)."""
+    key only: a new run's object replaces the previous one, and a connection its
+    retriever holds, a pgvector table's, is closed)."""
     if key not in _WORKER_CACHE:
         import ray
 
+        for old in _WORKER_CACHE.values():
+            close = getattr(getattr(old, "retriever", None), "close", None)
+            if callable(close):
+                close()
         _WORKER_CACHE.clear()
         _WORKER_CACHE[key] = build(ray.get(shared[0]))
     value: T = _WORKER_CACHE[key]

@@ -24,8 +24,14 @@ through the cache actor over the driver runner's cache file
 rebuilds only the LLM stages over the batch's runner, whose share of ``llm.concurrency``
 bounds the examples' calls. Each batch returns its ledger with its trace lines; the
 driver adds it to its runner's ledger, so the manifest's ``llm_ledger`` counts the
-whole session as the local executor's does. The pgvector backend is not shipped to
-workers (it is already a server: run it with the local executor).
+whole session as the local executor's does.
+
+**pgvector on Ray**: instead of index files the workers get the driver's table handle
+(:meth:`~ragtriage.pgindex.PgVectorRetriever.handle`: table, size, HNSW or not, and the
+DSN without its password, which libpq reads on each worker from ``PGPASSWORD`` or
+``~/.pgpass``) and query it over their own connection. The embedded server (no
+``index.dsn``) listens on a Unix socket of the driver's machine: a ``ray://`` address
+or a cluster with another node is a :class:`ConfigError`.
 """
 
 from __future__ import annotations
@@ -65,40 +71,83 @@ if TYPE_CHECKING:
 __all__ = ["check_run_on_ray", "run_examples_on_ray", "score_traces_on_ray"]
 
 
-def check_run_on_ray(cfg: PipelineConfig) -> None:
-    """A :class:`ConfigError` for a pipeline that cannot run on Ray (before indexing)."""
-    if cfg.index.backend != "memory":
+def check_run_on_ray(cfg: PipelineConfig, executor: Executor | None = None) -> None:
+    """A :class:`ConfigError` for a pipeline that cannot run on Ray (before indexing):
+    the embedded PostgreSQL server (pgvector without ``index.dsn``) and a Ray Client
+    address (``ray://``: the workers are on other machines)."""
+    address = executor.address if executor is not None else None
+    if (
+        cfg.index.backend == "pgvector"
+        and not cfg.index.dsn
+        and (address or "").startswith("ray://")
+    ):
+        raise ConfigError(_EMBEDDED_REMOTE, field="index.dsn")
+
+
+_EMBEDDED_REMOTE = (
+    "index.backend pgvector without index.dsn runs an embedded PostgreSQL server on a Unix "
+    "socket of this machine, which workers on other machines cannot reach: set index.dsn "
+    "to a server they can reach (its password from PGPASSWORD or ~/.pgpass on each "
+    "worker), or run on a local Ray cluster"
+)
+
+
+def _check_reachable(ray: Any, pipeline: Pipeline) -> None:
+    """An embedded PostgreSQL server is reachable from this node only: refuse a cluster
+    with other nodes."""
+    from ragtriage.pgindex import PgVectorRetriever
+
+    retriever = pipeline.retriever
+    if not (isinstance(retriever, PgVectorRetriever) and retriever.server.embedded):
+        return
+    here = ray.get_runtime_context().get_node_id()
+    others = [n for n in ray.nodes() if n.get("Alive") and n.get("NodeID") != here]
+    if others:
         raise ConfigError(
-            f"--executor ray ships the in-memory index to the workers; index.backend "
-            f"{cfg.index.backend!r} runs on the local executor",
-            field="--executor",
+            f"{_EMBEDDED_REMOTE} (this cluster has {len(others)} other node(s))",
+            field="index.dsn",
         )
 
 
 def _bundle(pipeline: Pipeline) -> dict[str, Any]:
-    """What a worker needs to rebuild ``pipeline``: config, chunks, build info and the
-    saved index files (bytes)."""
+    """What a worker needs to rebuild ``pipeline``: config, chunks, build info, and the
+    saved index files (bytes) or the pgvector table's handle (the DSN without a
+    password)."""
+    from ragtriage.pgindex import PgVectorRetriever
     from ragtriage.retrieval import IndexedRetriever
 
     retriever = pipeline.retriever
-    if not isinstance(retriever, IndexedRetriever):
+    files: dict[str, bytes] = {}
+    pg = None
+    if isinstance(retriever, PgVectorRetriever):
+        pg = retriever.handle()
+    elif isinstance(retriever, IndexedRetriever):
+        with tempfile.TemporaryDirectory(prefix="ragtriage-ray-") as tmp:
+            root = Path(tmp) / "index"
+            retriever.save(root)
+            files = {
+                p.relative_to(root).as_posix(): p.read_bytes()
+                for p in root.rglob("*")
+                if p.is_file()
+            }
+    else:
         raise ConfigError(
-            "--executor ray needs the in-memory index (index.backend: memory)",
+            f"--executor ray cannot ship a {type(retriever).__name__} to the workers",
             field="--executor",
         )
-    with tempfile.TemporaryDirectory(prefix="ragtriage-ray-") as tmp:
-        root = Path(tmp) / "index"
-        retriever.save(root)
-        files = {
-            p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()
+    cfg = pipeline.config  # secrets stay here: workers read theirs from their environment
+    public = cfg.model_copy(
+        update={
+            "llm": cfg.llm.model_copy(update={"api_key": None}),
+            "index": cfg.index.model_copy(update={"dsn": None}),
         }
-    cfg = pipeline.config  # the key stays here: workers read theirs from their environment
-    public = cfg.model_copy(update={"llm": cfg.llm.model_copy(update={"api_key": None})})
+    )
     return {
         "config": public.model_dump_json(),
         "chunks": [c.model_dump_json() for c in pipeline.chunks],
         "build": dataclasses.asdict(pipeline.build_info),
         "index": files,
+        "pg": pg,
     }
 
 
@@ -106,17 +155,23 @@ def _pipeline_of(bundle: dict[str, Any], runner: Any = None) -> Pipeline:
     """Worker side of :func:`_bundle` (LLM stages over ``runner``)."""
     from ragtriage.embedding import make_embedder
     from ragtriage.pipeline import BuildInfo, Pipeline
-    from ragtriage.retrieval import IndexedRetriever
+    from ragtriage.retrieval import IndexedRetriever, Retriever
 
     cfg = PipelineConfig.model_validate_json(bundle["config"])
     emb = make_embedder(cfg.embedding)
     chunks = [Chunk.model_validate_json(c) for c in bundle["chunks"]]
-    with tempfile.TemporaryDirectory(prefix="ragtriage-ray-") as tmp:
-        for rel, data in bundle["index"].items():
-            path = Path(tmp, rel)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-        retriever = IndexedRetriever.load(tmp, emb, cfg.retrieval)  # reads every file
+    retriever: Retriever
+    if bundle["pg"] is not None:  # the driver's table, over this worker's connection
+        from ragtriage.pgindex import PgVectorRetriever
+
+        retriever = PgVectorRetriever.attach(cfg.retrieval, cfg.index, emb, bundle["pg"])
+    else:
+        with tempfile.TemporaryDirectory(prefix="ragtriage-ray-") as tmp:
+            for rel, data in bundle["index"].items():
+                path = Path(tmp, rel)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(data)
+            retriever = IndexedRetriever.load(tmp, emb, cfg.retrieval)  # reads every file
     return Pipeline.from_index(
         cfg, chunks, retriever, BuildInfo(**bundle["build"]), embedder=emb, runner=runner
     )
@@ -177,7 +232,7 @@ def run_examples_on_ray(
     run's manifest counts every call, token and cost of this session."""
     from ragtriage.llm import LedgerSummary
 
-    check_run_on_ray(pipeline.config)
+    check_run_on_ray(pipeline.config, executor)
     runner = pipeline.runner
     llm = None
     cache_path = None
@@ -186,6 +241,7 @@ def run_examples_on_ray(
         llm = cfg.model_copy(update={"api_key": None}).model_dump_json()
         cache_path = runner.cache.path if runner.cache is not None else None
     with ray_session(executor) as ray, cache_actor(ray, cache_path) as actors:
+        _check_reachable(ray, pipeline)
         share = concurrency_share(ray, pipeline.config.llm.concurrency)
         for lines, ledger in ray_map(
             _run_batch,
