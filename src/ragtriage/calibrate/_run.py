@@ -5,6 +5,7 @@ metrics, and the files it writes (``calibration.json``, ``injected_traces.jsonl`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from ragtriage.config import DiagnosisConfig, LLMConfig, config_hash
 from ragtriage.diagnosis.engine import Diagnoser, Judge
 from ragtriage.diagnosis.strategies import Strategy
 from ragtriage.errors import ConfigError
-from ragtriage.executors import Executor, diagnose_llm_on_ray, diagnose_on_ray
+from ragtriage.executors import Executor, diagnose_llm_on_ray, diagnose_on_ray, ray_session
 from ragtriage.jsonl import atomic_write_text, write_jsonl
 from ragtriage.llm import LLMRunner
 from ragtriage.records import Diagnosis, Example
@@ -143,58 +144,62 @@ async def run_calibration(
     visible = [strip_label(c.trace) for c in cases]
     diagnoses: dict[str, list[Diagnosis]] = {}
     reports: list[SettingReport] = []
-    for judge in judges:
-        for strategy in strategies:
-            diagnoser = Diagnoser(
-                judge, strategy, config=dcfg, llm=judge_llm if judge == "llm" else None
-            )
-            step = tick(f"{judge}/{strategy}", len(visible))
-
-            def on_result(_d: Diagnosis, step: Callable[[], None] = step) -> None:
-                step()
-
-            if on_ray:
-                assert executor is not None
-
-                def on_batch(batch: list[Diagnosis], step: Callable[[], None] = step) -> None:
-                    for _ in batch:
-                        step()
-
-                if judge == "llm":
-                    assert judge_llm is not None
-                    cache = judge_llm.cache
-                    found = await asyncio.to_thread(
-                        diagnose_llm_on_ray,
-                        visible,
-                        strategy=strategy,
-                        config=dcfg,
-                        llm=llm_config,
-                        cache_path=cache.path if cache is not None else None,
-                        concurrency=concurrency,
-                        executor=executor,
-                        on_batch=on_batch,
-                    )
-                else:
-                    found = await asyncio.to_thread(
-                        diagnose_on_ray,
-                        visible,
-                        strategy=strategy,
-                        config=dcfg,
-                        executor=executor,
-                        on_batch=on_batch,
-                    )
-            else:
-                found = await diagnoser.diagnose_many(visible, concurrency, on_result=on_result)
-            diagnoses[f"{judge}/{strategy}"] = found
-            reports.append(
-                score_setting(
-                    judge,
-                    strategy,
-                    [c.error_type for c in cases],
-                    [Prediction.from_diagnosis(d) for d in found],
-                    [c.injector for c in cases],
+    with contextlib.ExitStack() as stack:
+        if on_ray:  # one cluster for every setting (joined, or started once and stopped)
+            assert executor is not None
+            stack.enter_context(ray_session(executor))
+        for judge in judges:
+            for strategy in strategies:
+                diagnoser = Diagnoser(
+                    judge, strategy, config=dcfg, llm=judge_llm if judge == "llm" else None
                 )
-            )
+                step = tick(f"{judge}/{strategy}", len(visible))
+
+                def on_result(_d: Diagnosis, step: Callable[[], None] = step) -> None:
+                    step()
+
+                if on_ray:
+                    assert executor is not None
+
+                    def on_batch(batch: list[Diagnosis], step: Callable[[], None] = step) -> None:
+                        for _ in batch:
+                            step()
+
+                    if judge == "llm":
+                        assert judge_llm is not None
+                        cache = judge_llm.cache
+                        found = await asyncio.to_thread(
+                            diagnose_llm_on_ray,
+                            visible,
+                            strategy=strategy,
+                            config=dcfg,
+                            llm=llm_config,
+                            cache_path=cache.path if cache is not None else None,
+                            concurrency=concurrency,
+                            executor=executor,
+                            on_batch=on_batch,
+                        )
+                    else:
+                        found = await asyncio.to_thread(
+                            diagnose_on_ray,
+                            visible,
+                            strategy=strategy,
+                            config=dcfg,
+                            executor=executor,
+                            on_batch=on_batch,
+                        )
+                else:
+                    found = await diagnoser.diagnose_many(visible, concurrency, on_result=on_result)
+                diagnoses[f"{judge}/{strategy}"] = found
+                reports.append(
+                    score_setting(
+                        judge,
+                        strategy,
+                        [c.error_type for c in cases],
+                        [Prediction.from_diagnosis(d) for d in found],
+                        [c.injector for c in cases],
+                    )
+                )
     return CalibrationResult(
         bases=bases,
         base_summary=summary,

@@ -24,7 +24,9 @@ through the cache actor over the driver runner's cache file
 rebuilds only the LLM stages over the batch's runner, whose share of ``llm.concurrency``
 bounds the examples' calls. Each batch returns its ledger with its trace lines; the
 driver adds it to its runner's ledger, so the manifest's ``llm_ledger`` counts the
-whole session as the local executor's does.
+whole session as the local executor's does (but for the attempt of a task that Ray
+retried after its worker died: its ledger is lost with it, its paid answers are in the
+cache).
 
 **pgvector on Ray**: instead of index files the workers get the driver's table handle
 (:meth:`~ragtriage.pgindex.PgVectorRetriever.handle`: table, size, HNSW or not, and the
