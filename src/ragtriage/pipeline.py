@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
 import datetime as _dt
 import hashlib
 import importlib.metadata
@@ -77,6 +78,7 @@ __all__ = [
     "RunSummary",
     "build_manifest",
     "corpus_hash",
+    "metered_client",
     "needs_llm",
     "run_dataset",
     "stage_timings",
@@ -157,6 +159,12 @@ class _MeteredClient:
             result = closer()
             if asyncio.iscoroutine(result):
                 await result
+
+
+def metered_client(inner: LLMClient) -> LLMClient:
+    """``inner`` counting each real call into the current stage's meter: what a
+    pipeline's runner calls through (a Ray worker's runner too)."""
+    return _MeteredClient(inner)
 
 
 # ------------------------------------------------------------------------ pipeline
@@ -303,7 +311,7 @@ class Pipeline:
             inner = llm_client if llm_client is not None else client_from_config(cfg.llm)
             runner = LLMRunner.from_config(
                 cfg.llm,
-                client=_MeteredClient(inner),
+                client=metered_client(inner),
                 cache_path=llm_cache_path,
                 use_cache=use_llm_cache,
             )
@@ -343,12 +351,14 @@ class Pipeline:
         *,
         embedder: Embedder | None = None,
         model_dir: Path | None = None,
+        runner: LLMRunner | None = None,
     ) -> Pipeline:
         """A pipeline over an index built elsewhere (a Ray worker rebuilding the driver's
-        pipeline from its saved index). No LLM: stages that need one are a
-        :class:`ConfigError` (:func:`needs_llm`)."""
+        pipeline from its saved index). Stages that call an LLM (:func:`needs_llm`) go
+        through ``runner`` (its client wrapped by :func:`metered_client`, so that each
+        trace counts its stages' calls); without one they are a :class:`ConfigError`."""
         emb = embedder if embedder is not None else make_embedder(cfg.embedding)
-        transformer, reranker, generator = _stages(cfg, emb, None, model_dir)
+        transformer, reranker, generator = _stages(cfg, emb, runner, model_dir)
         return cls(
             config=cfg,
             chunks=chunks,
@@ -358,7 +368,26 @@ class Pipeline:
             transformer=transformer,
             embedder=emb,
             build=build,
+            runner=runner,
         )
+
+    def with_runner(self, runner: LLMRunner) -> Pipeline:
+        """This pipeline with its LLM-calling stages rebuilt over ``runner`` (a Ray
+        worker's runner for one batch); the index, the chunks, the embedder and the
+        offline stages (a loaded local model too) are shared, not rebuilt."""
+        cfg = self._config
+        llm_model = cfg.llm.with_env().model or ""
+        other = copy.copy(self)
+        if cfg.query_transform.method != "none":
+            other._transformer = make_query_transformer(
+                cfg.query_transform, runner, model=llm_model, seed=cfg.generation.seed
+            )
+        if cfg.rerank.method == "llm":
+            other._reranker = make_reranker(cfg.rerank, embedder=self._embedder, llm=runner)
+        if cfg.generation.backend == "openai":
+            other._generator = make_generator(cfg.generation, llm=runner, llm_model=llm_model)
+        other._runner = runner
+        return other
 
     # -- properties ---------------------------------------------------------------
 

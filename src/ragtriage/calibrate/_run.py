@@ -5,6 +5,7 @@ metrics, and the files it writes (``calibration.json``, ``injected_traces.jsonl`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,10 +29,11 @@ from ragtriage.calibrate.inject import (
     inject,
     strip_label,
 )
-from ragtriage.config import DiagnosisConfig, config_hash
+from ragtriage.config import DiagnosisConfig, LLMConfig, config_hash
 from ragtriage.diagnosis.engine import Diagnoser, Judge
 from ragtriage.diagnosis.strategies import Strategy
-from ragtriage.executors import Executor, diagnose_on_ray
+from ragtriage.errors import ConfigError
+from ragtriage.executors import Executor, diagnose_llm_on_ray, diagnose_on_ray, ray_session
 from ragtriage.jsonl import atomic_write_text, write_jsonl
 from ragtriage.llm import LLMRunner
 from ragtriage.records import Diagnosis, Example
@@ -97,12 +99,20 @@ async def run_calibration(
     concurrency: int = 8,
     on_step: Callable[[str, int, int], None] | None = None,
     executor: Executor | None = None,
+    llm_config: LLMConfig | None = None,
 ) -> CalibrationResult:
     """Build bases, inject faults, diagnose each case in every judge x strategy setting
     (the diagnoser sees label-free copies) and score them. ``on_step(phase, done,
-    total)`` reports progress. A Ray ``executor`` diagnoses the rules-judge settings
-    on the cluster (the LLM judge stays local: see :mod:`ragtriage.executors`)."""
+    total)`` reports progress. A Ray ``executor`` diagnoses every setting on the
+    cluster; the LLM judge's (``llm_config``: the endpoint ``judge_llm`` calls, which the
+    workers read their key and address for from their environment) through one cache
+    actor over ``judge_llm``'s cache file (:func:`ragtriage.executors.diagnose_llm_on_ray`)."""
     dcfg = diagnosis_config if diagnosis_config is not None else parts.config.diagnosis
+    on_ray = executor is not None and executor.is_ray
+    if on_ray and "llm" in judges and (judge_llm is None or llm_config is None):
+        raise ConfigError(
+            "the LLM judge on Ray needs its runner and its endpoint's config", field="--executor"
+        )
 
     def tick(phase: str, total: int) -> Callable[[], None]:
         done = 0
@@ -134,42 +144,62 @@ async def run_calibration(
     visible = [strip_label(c.trace) for c in cases]
     diagnoses: dict[str, list[Diagnosis]] = {}
     reports: list[SettingReport] = []
-    for judge in judges:
-        for strategy in strategies:
-            diagnoser = Diagnoser(
-                judge, strategy, config=dcfg, llm=judge_llm if judge == "llm" else None
-            )
-            step = tick(f"{judge}/{strategy}", len(visible))
-
-            def on_result(_d: Diagnosis, step: Callable[[], None] = step) -> None:
-                step()
-
-            if judge == "rules" and executor is not None and executor.is_ray:
-
-                def on_batch(batch: list[Diagnosis], step: Callable[[], None] = step) -> None:
-                    for _ in batch:
-                        step()
-
-                found = await asyncio.to_thread(
-                    diagnose_on_ray,
-                    visible,
-                    strategy=strategy,
-                    config=dcfg,
-                    executor=executor,
-                    on_batch=on_batch,
+    with contextlib.ExitStack() as stack:
+        if on_ray:  # one cluster for every setting (joined, or started once and stopped)
+            assert executor is not None
+            stack.enter_context(ray_session(executor))
+        for judge in judges:
+            for strategy in strategies:
+                diagnoser = Diagnoser(
+                    judge, strategy, config=dcfg, llm=judge_llm if judge == "llm" else None
                 )
-            else:
-                found = await diagnoser.diagnose_many(visible, concurrency, on_result=on_result)
-            diagnoses[f"{judge}/{strategy}"] = found
-            reports.append(
-                score_setting(
-                    judge,
-                    strategy,
-                    [c.error_type for c in cases],
-                    [Prediction.from_diagnosis(d) for d in found],
-                    [c.injector for c in cases],
+                step = tick(f"{judge}/{strategy}", len(visible))
+
+                def on_result(_d: Diagnosis, step: Callable[[], None] = step) -> None:
+                    step()
+
+                if on_ray:
+                    assert executor is not None
+
+                    def on_batch(batch: list[Diagnosis], step: Callable[[], None] = step) -> None:
+                        for _ in batch:
+                            step()
+
+                    if judge == "llm":
+                        assert judge_llm is not None
+                        cache = judge_llm.cache
+                        found = await asyncio.to_thread(
+                            diagnose_llm_on_ray,
+                            visible,
+                            strategy=strategy,
+                            config=dcfg,
+                            llm=llm_config,
+                            cache_path=cache.path if cache is not None else None,
+                            concurrency=concurrency,
+                            executor=executor,
+                            on_batch=on_batch,
+                        )
+                    else:
+                        found = await asyncio.to_thread(
+                            diagnose_on_ray,
+                            visible,
+                            strategy=strategy,
+                            config=dcfg,
+                            executor=executor,
+                            on_batch=on_batch,
+                        )
+                else:
+                    found = await diagnoser.diagnose_many(visible, concurrency, on_result=on_result)
+                diagnoses[f"{judge}/{strategy}"] = found
+                reports.append(
+                    score_setting(
+                        judge,
+                        strategy,
+                        [c.error_type for c in cases],
+                        [Prediction.from_diagnosis(d) for d in found],
+                        [c.injector for c in cases],
+                    )
                 )
-            )
     return CalibrationResult(
         bases=bases,
         base_summary=summary,

@@ -223,7 +223,8 @@ def register(app: typer.Typer) -> None:
         executor: str = typer.Option(
             "local",
             "--executor",
-            help="local | ray | ray:ADDRESS: where the rules-judge diagnoses run (extra .[ray]).",
+            help="local | ray | ray:ADDRESS: where the diagnoses run (extra .[ray]); the LLM "
+            "judge's through one cache actor over the driver's cache file.",
         ),
     ) -> None:
         """Inject known faults into healthy traces and measure how often the diagnoser
@@ -311,6 +312,7 @@ def register(app: typer.Typer) -> None:
                         concurrency=concurrency,
                         on_step=on_step,
                         executor=ex,
+                        llm_config=cfg.llm if need_llm else None,
                     )
             finally:
                 if runner is not None:

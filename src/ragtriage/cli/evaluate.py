@@ -61,6 +61,7 @@ def _evaluate_on_ray(
     llm: bool = False,
     llm_cache: str | None = None,
     judge_name: str = "offline",
+    selfcheck_n: int = 0,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Rows computed on Ray (resumable; the LLM judge's samples through one cache
     actor, executors/_ray.py), aggregated here."""
@@ -81,6 +82,7 @@ def _evaluate_on_ray(
         llm=cfg.llm if llm else None,
         cache_path=llm_cache,
         concurrency=cfg.llm.concurrency,
+        selfcheck_n=selfcheck_n,
     )
     aggregate = aggregate_rows(
         rows,
@@ -182,8 +184,9 @@ def register(app: typer.Typer) -> None:
         executor: str = typer.Option(
             "local",
             "--executor",
-            help="local | ray | ray:ADDRESS (extra .[ray]; the LLM judge shares one cache actor): batches of traces "
-            "as Ray tasks, resumable (scores.partial.jsonl in --out until done).",
+            help="local | ray | ray:ADDRESS (extra .[ray]; the LLM judge and --selfcheck share "
+            "one cache actor): batches of traces as Ray tasks, resumable "
+            "(scores.partial.jsonl in --out until done).",
         ),
         batch_size: int = typer.Option(
             256, "--batch-size", min=1, help="Traces per Ray task (--executor ray)."
@@ -211,10 +214,6 @@ def register(app: typer.Typer) -> None:
         from ragtriage.executors import parse_executor
 
         ex = parse_executor(executor)
-        if ex.is_ray and selfcheck_n:
-            raise ConfigError(
-                "--selfcheck samples with the LLM: local executor only", field="--executor"
-            )
         console = Console(width=120)
         traces = _read_traces(source)
         emb_cfg = (
@@ -260,6 +259,7 @@ def register(app: typer.Typer) -> None:
                 llm=use_llm,
                 llm_cache=llm_cache,
                 judge_name=the_judge.name,
+                selfcheck_n=selfcheck_n,
             )
             write_scores(out, rows, aggregate)
             (out / PARTIAL).unlink(missing_ok=True)

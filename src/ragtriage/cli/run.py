@@ -163,8 +163,10 @@ def register(app: typer.Typer) -> None:
         executor: str = typer.Option(
             "local",
             "--executor",
-            help="local | ray | ray:ADDRESS (extra .[ray]; offline stages, in-memory index): "
-            "batches of examples as Ray tasks, written in input order, resumable.",
+            help="local | ray | ray:ADDRESS (extra .[ray]): batches of examples as Ray "
+            "tasks, written in input order, resumable; LLM stages call the endpoint from the "
+            "workers through one cache actor (llm.concurrency shared out); a pgvector index "
+            "is queried by each worker (an embedded server: local cluster only).",
         ),
         batch_size: int = typer.Option(
             64, "--batch-size", min=1, help="Examples per Ray task (--executor ray)."
@@ -182,7 +184,7 @@ def register(app: typer.Typer) -> None:
 
         ex = parse_executor(executor)
         if ex.is_ray:
-            check_run_on_ray(cfg)  # before the (slow) indexing
+            check_run_on_ray(cfg, ex)  # before the (slow) indexing
         if out is None:
             out = Path("runs") / (cfg.name or ("demo" if is_demo else "run"))
         hint = _embedder_hint(cfg, dataset)

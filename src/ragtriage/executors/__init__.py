@@ -6,6 +6,7 @@ from ragtriage.executors._ray import (
     diagnose_llm_on_ray,
     diagnose_on_ray,
     parse_executor,
+    ray_session,
 )
 from ragtriage.executors._run import check_run_on_ray, run_examples_on_ray, score_traces_on_ray
 
@@ -16,6 +17,7 @@ __all__ = [
     "diagnose_llm_on_ray",
     "diagnose_on_ray",
     "parse_executor",
+    "ray_session",
     "run_examples_on_ray",
     "score_traces_on_ray",
 ]

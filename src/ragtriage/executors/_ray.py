@@ -28,7 +28,10 @@ asking for the same new prompt at the same moment may both pay for it once (the 
 answer stored wins); per-shard caches would pay it once per shard for the whole run.
 Workers read the endpoint's address and key from their own environment
 (``RAGTRIAGE_LLM_*``, ``OPENAI_API_KEY``; a remote cluster sets them in its
-``runtime_env``): no key travels in a task's arguments.
+``runtime_env``): no key travels in a task's arguments. ``calibrate --judge llm`` on Ray
+diagnoses its LLM settings through :func:`diagnose_llm_on_ray` too; ``run`` (LLM stages)
+and ``evaluate`` (LLM judge, ``--selfcheck``) use :func:`cache_actor`,
+:func:`concurrency_share` and :func:`worker_runner` the same way.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 from ragtriage.config import DiagnosisConfig
@@ -55,6 +59,7 @@ __all__ = [
 
 DEFAULT_BATCH = 256
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 class Executor:
@@ -137,7 +142,7 @@ def ray_session(executor: Executor) -> Iterator[Any]:
 
 
 def ray_map(
-    fn: Callable[..., list[str]],
+    fn: Callable[..., R],
     items: Sequence[Any],
     *,
     encode: Callable[[Any], str] = str,
@@ -145,7 +150,7 @@ def ray_map(
     batch_size: int = DEFAULT_BATCH,
     args: tuple[Any, ...] = (),
     shared: Any = None,
-) -> Iterator[list[str]]:
+) -> Iterator[R]:
     """``fn(*args, [shared_ref], lines)`` for each batch of ``batch_size`` items (each
     encoded as one JSON line by ``encode`` when its batch is submitted), as
     Ray tasks (at most 2 x cluster CPUs in flight), yielding each batch's output lines
@@ -165,7 +170,7 @@ def ray_map(
             extra = (*args, [ray.put(shared)])
         starts = list(range(0, len(items), batch_size))
         window = max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
-        results: dict[int, list[str]] = {}
+        results: dict[int, R] = {}
         pending: dict[Any, int] = {}
         nxt = 0  # next batch to submit
         flushed = 0  # next batch to hand on
@@ -188,10 +193,15 @@ _WORKER_CACHE: dict[str, Any] = {}
 
 def worker_cached(key: str, shared: list[Any], build: Callable[[Any], T]) -> T:
     """In a Ray worker process: ``build(ray.get(shared[0]))`` once per ``key`` (the last
-    key only: a new run's object replaces the previous one)."""
+    key only: a new run's object replaces the previous one, and a connection its
+    retriever holds, a pgvector table's, is closed)."""
     if key not in _WORKER_CACHE:
         import ray
 
+        for old in _WORKER_CACHE.values():
+            close = getattr(getattr(old, "retriever", None), "close", None)
+            if callable(close):
+                close()
         _WORKER_CACHE.clear()
         _WORKER_CACHE[key] = build(ray.get(shared[0]))
     value: T = _WORKER_CACHE[key]
@@ -343,6 +353,9 @@ def cache_actor(ray: Any, cache_path: str | None) -> Iterator[list[Any]]:
     if cache_path is not None:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+        if cache_path != ":memory:":  # the actor's working directory is not the driver's
+            cache_path = str(Path(cache_path).resolve())
+
         here = ray.get_runtime_context().get_node_id()
         service = ray.remote(num_cpus=0)(_CacheService).options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False)
@@ -362,13 +375,19 @@ def concurrency_share(ray: Any, concurrency: int) -> int:
     return max(1, concurrency // in_flight)
 
 
-def worker_runner(llm: str, concurrency: int, cache: list[Any]) -> Any:
+def worker_runner(
+    llm: str, concurrency: int, cache: list[Any], wrap: Callable[[Any], Any] | None = None
+) -> Any:
     """In a Ray worker: an :class:`~ragtriage.llm.LLMRunner` for the configured endpoint
-    (read from the worker's environment) whose samples go through the cache actor."""
+    (read from the worker's environment) whose samples go through the cache actor;
+    ``wrap`` wraps its client (the pipeline's per-stage meter)."""
     from ragtriage.config import LLMConfig
     from ragtriage.llm import LLMRunner
     from ragtriage.llm._openai import client_from_config
 
     cfg = LLMConfig.model_validate_json(llm).with_env()
     cfg = cfg.model_copy(update={"concurrency": concurrency})
-    return LLMRunner(client_from_config(cfg), cfg, cache=ActorCache(cache[0]) if cache else None)
+    client = client_from_config(cfg)
+    if wrap is not None:
+        client = wrap(client)
+    return LLMRunner(client, cfg, cache=ActorCache(cache[0]) if cache else None)

@@ -8,21 +8,37 @@ nothing is re-embedded) and keeps it for the next batches. A batch of examples c
 back as trace lines, appended by the driver **in input order**, one write and fsync
 per batch, so a killed run leaves a prefix and the same command resumes it.
 
-**evaluate.** Batches of traces are scored by the offline judge on the workers; the
-per-trace rows come back in input order and are appended to a resume file, and the
-aggregate (means, bootstrap CIs, latency and cost) is computed by the driver over all
-rows, exactly as the local executor computes it.
+**evaluate.** Batches of traces are scored on the workers (by the offline judge, or by
+the LLM judge through the cache actor); the per-trace rows come back in input order
+and are appended to a resume file, and the aggregate (means, bootstrap CIs, latency and
+cost) is computed by the driver over all rows, exactly as the local executor computes
+it. ``--selfcheck N`` samples its N answers per trace on the workers too, through the
+same runner and cache actor (the requests are seeded per trace, so the samples, and
+the scores, are the local executor's).
 
-**LLM stages stay local** (the choice documented in :mod:`ragtriage.executors._ray`
-for ``diagnose``): one process holds the LLM runner's concurrency limit and its SQLite
-response cache, so no paid call is made twice. A pipeline whose generation, rerank or
-query transform calls an LLM endpoint, and ``evaluate --judge llm``, are configuration
-errors on Ray that say to use the local executor. The pgvector backend is not shipped
-to workers either (it is already a server: run it with the local executor).
+**LLM stages on Ray** (generation ``openai``, LLM rerank, LLM query transform): each
+batch's runner calls the endpoint from the worker (address and key read from the
+worker's environment, never sent in a task) and looks samples up and stores them
+through the cache actor over the driver runner's cache file
+(:mod:`ragtriage.executors._ray`); the worker keeps its index and offline stages and
+rebuilds only the LLM stages over the batch's runner, whose share of ``llm.concurrency``
+bounds the examples' calls. Each batch returns its ledger with its trace lines; the
+driver adds it to its runner's ledger, so the manifest's ``llm_ledger`` counts the
+whole session as the local executor's does (but for the attempt of a task that Ray
+retried after its worker died: its ledger is lost with it, its paid answers are in the
+cache).
+
+**pgvector on Ray**: instead of index files the workers get the driver's table handle
+(:meth:`~ragtriage.pgindex.PgVectorRetriever.handle`: table, size, HNSW or not, and the
+DSN without its password, which libpq reads on each worker from ``PGPASSWORD`` or
+``~/.pgpass``) and query it over their own connection. The embedded server (no
+``index.dsn``) listens on a Unix socket of the driver's machine: a ``ray://`` address
+or a cluster with another node is a :class:`ConfigError`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import secrets
@@ -57,79 +73,151 @@ if TYPE_CHECKING:
 __all__ = ["check_run_on_ray", "run_examples_on_ray", "score_traces_on_ray"]
 
 
-def check_run_on_ray(cfg: PipelineConfig) -> None:
-    """A :class:`ConfigError` for a pipeline that cannot run on Ray (before indexing)."""
-    from ragtriage.pipeline import needs_llm
+def check_run_on_ray(cfg: PipelineConfig, executor: Executor | None = None) -> None:
+    """A :class:`ConfigError` for a pipeline that cannot run on Ray (before indexing):
+    the embedded PostgreSQL server (pgvector without ``index.dsn``) and a Ray Client
+    address (``ray://``: the workers are on other machines)."""
+    address = executor.address if executor is not None else None
+    if (
+        cfg.index.backend == "pgvector"
+        and not cfg.index.dsn
+        and (address or "").startswith("ray://")
+    ):
+        raise ConfigError(_EMBEDDED_REMOTE, field="index.dsn")
 
-    if needs_llm(cfg):
+
+_EMBEDDED_REMOTE = (
+    "index.backend pgvector without index.dsn runs an embedded PostgreSQL server on a Unix "
+    "socket of this machine, which workers on other machines cannot reach: set index.dsn "
+    "to a server they can reach (its password from PGPASSWORD or ~/.pgpass on each "
+    "worker), or run on a local Ray cluster"
+)
+
+
+def _check_reachable(ray: Any, pipeline: Pipeline) -> None:
+    """An embedded PostgreSQL server is reachable from this node only: refuse a cluster
+    with other nodes."""
+    from ragtriage.pgindex import PgVectorRetriever
+
+    retriever = pipeline.retriever
+    if not (isinstance(retriever, PgVectorRetriever) and retriever.server.embedded):
+        return
+    here = ray.get_runtime_context().get_node_id()
+    others = [n for n in ray.nodes() if n.get("Alive") and n.get("NodeID") != here]
+    if others:
         raise ConfigError(
-            "a pipeline stage calls an LLM endpoint; LLM stages run on the local executor "
-            "(one response cache, so no paid call is made twice; see docs/scaling.md): "
-            "drop --executor ray",
-            field="--executor",
-        )
-    if cfg.index.backend != "memory":
-        raise ConfigError(
-            f"--executor ray ships the in-memory index to the workers; index.backend "
-            f"{cfg.index.backend!r} runs on the local executor",
-            field="--executor",
+            f"{_EMBEDDED_REMOTE} (this cluster has {len(others)} other node(s))",
+            field="index.dsn",
         )
 
 
 def _bundle(pipeline: Pipeline) -> dict[str, Any]:
-    """What a worker needs to rebuild ``pipeline``: config, chunks, build info and the
-    saved index files (bytes)."""
+    """What a worker needs to rebuild ``pipeline``: config, chunks, build info, and the
+    saved index files (bytes) or the pgvector table's handle (the DSN without a
+    password)."""
+    from ragtriage.pgindex import PgVectorRetriever
     from ragtriage.retrieval import IndexedRetriever
 
     retriever = pipeline.retriever
-    if not isinstance(retriever, IndexedRetriever):
+    files: dict[str, bytes] = {}
+    pg = None
+    if isinstance(retriever, PgVectorRetriever):
+        pg = retriever.handle()
+    elif isinstance(retriever, IndexedRetriever):
+        with tempfile.TemporaryDirectory(prefix="ragtriage-ray-") as tmp:
+            root = Path(tmp) / "index"
+            retriever.save(root)
+            files = {
+                p.relative_to(root).as_posix(): p.read_bytes()
+                for p in root.rglob("*")
+                if p.is_file()
+            }
+    else:
         raise ConfigError(
-            "--executor ray needs the in-memory index (index.backend: memory)",
+            f"--executor ray cannot ship a {type(retriever).__name__} to the workers",
             field="--executor",
         )
-    with tempfile.TemporaryDirectory(prefix="ragtriage-ray-") as tmp:
-        root = Path(tmp) / "index"
-        retriever.save(root)
-        files = {
-            p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()
+    cfg = pipeline.config  # secrets stay here: workers read theirs from their environment
+    public = cfg.model_copy(
+        update={
+            "llm": cfg.llm.model_copy(update={"api_key": None}),
+            "index": cfg.index.model_copy(update={"dsn": None}),
         }
+    )
     return {
-        "config": pipeline.config.model_dump_json(),
+        "config": public.model_dump_json(),
         "chunks": [c.model_dump_json() for c in pipeline.chunks],
         "build": dataclasses.asdict(pipeline.build_info),
         "index": files,
+        "pg": pg,
     }
 
 
-def _pipeline_of(bundle: dict[str, Any]) -> Pipeline:
-    """Worker side of :func:`_bundle`."""
+def _pipeline_of(bundle: dict[str, Any], runner: Any = None) -> Pipeline:
+    """Worker side of :func:`_bundle` (LLM stages over ``runner``)."""
     from ragtriage.embedding import make_embedder
     from ragtriage.pipeline import BuildInfo, Pipeline
-    from ragtriage.retrieval import IndexedRetriever
+    from ragtriage.retrieval import IndexedRetriever, Retriever
 
     cfg = PipelineConfig.model_validate_json(bundle["config"])
     emb = make_embedder(cfg.embedding)
     chunks = [Chunk.model_validate_json(c) for c in bundle["chunks"]]
-    with tempfile.TemporaryDirectory(prefix="ragtriage-ray-") as tmp:
-        for rel, data in bundle["index"].items():
-            path = Path(tmp, rel)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-        retriever = IndexedRetriever.load(tmp, emb, cfg.retrieval)  # reads every file
-    return Pipeline.from_index(cfg, chunks, retriever, BuildInfo(**bundle["build"]), embedder=emb)
+    retriever: Retriever
+    if bundle["pg"] is not None:  # the driver's table, over this worker's connection
+        from ragtriage.pgindex import PgVectorRetriever
+
+        retriever = PgVectorRetriever.attach(cfg.retrieval, cfg.index, emb, bundle["pg"])
+    else:
+        with tempfile.TemporaryDirectory(prefix="ragtriage-ray-") as tmp:
+            for rel, data in bundle["index"].items():
+                path = Path(tmp, rel)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(data)
+            retriever = IndexedRetriever.load(tmp, emb, cfg.retrieval)  # reads every file
+    return Pipeline.from_index(
+        cfg, chunks, retriever, BuildInfo(**bundle["build"]), embedder=emb, runner=runner
+    )
 
 
-def _run_batch(key: str, run_id: str, shared: list[Any], lines: list[str]) -> list[str]:
-    """Ray task body: run one batch of examples (JSON in, trace lines out)."""
+def _run_batch(
+    key: str,
+    run_id: str,
+    llm: str | None,
+    concurrency: int,
+    cache: list[Any],
+    shared: list[Any],
+    lines: list[str],
+) -> tuple[list[str], str | None]:
+    """Ray task body: run one batch of examples (JSON in; trace lines and, with LLM
+    stages, the batch's ledger summary as JSON out). ``llm``: the endpoint without its
+    key when a stage calls an LLM; its samples go through the cache actor (``cache``)."""
+    from ragtriage.executors._ray import worker_runner
     from ragtriage.llm import run_sync
+    from ragtriage.pipeline import metered_client
 
-    pipeline = worker_cached(key, shared, _pipeline_of)
+    runner = worker_runner(llm, concurrency, cache, metered_client) if llm else None
+    if runner is None:
+        pipeline = worker_cached(key, shared, _pipeline_of)
+    else:  # index and offline stages kept per worker; LLM stages over this batch's runner
+        first = runner
+        pipeline = worker_cached(key, shared, lambda b: _pipeline_of(b, first))
+        pipeline = pipeline.with_runner(runner)
     examples = [Example.model_validate_json(line) for line in lines]
 
     async def run_all() -> list[Trace]:
-        return [await pipeline.run_example(e, run_id=run_id) for e in examples]
+        # one event loop for the batch (the client's connection pool belongs to it);
+        # the examples in flight together, the runner's share of the limit bounds calls
+        try:
+            return list(
+                await asyncio.gather(*(pipeline.run_example(e, run_id=run_id) for e in examples))
+            )
+        finally:
+            if runner is not None:
+                await runner.aclose()
 
-    return [record_json(t) for t in run_sync(run_all())]
+    traces = [record_json(t) for t in run_sync(run_all())]
+    ledger = runner.ledger.summary().model_dump_json() if runner is not None else None
+    return traces, ledger
 
 
 def run_examples_on_ray(
@@ -140,17 +228,35 @@ def run_examples_on_ray(
     executor: Executor,
     batch_size: int = DEFAULT_BATCH,
 ) -> Iterator[list[str]]:
-    """Trace lines of ``examples`` run by Ray tasks, one list per batch, in input order."""
-    check_run_on_ray(pipeline.config)
-    yield from ray_map(
-        _run_batch,
-        examples,
-        encode=Example.model_dump_json,
-        executor=executor,
-        batch_size=batch_size,
-        args=(secrets.token_hex(8), run_id),
-        shared=_bundle(pipeline),
-    )
+    """Trace lines of ``examples`` run by Ray tasks, one list per batch, in input order.
+    LLM stages call the endpoint from the workers through one cache actor over the
+    pipeline runner's cache file; each batch's ledger is added to that runner's, so the
+    run's manifest counts every call, token and cost of this session."""
+    from ragtriage.llm import LedgerSummary
+
+    check_run_on_ray(pipeline.config, executor)
+    runner = pipeline.runner
+    llm = None
+    cache_path = None
+    if runner is not None:
+        cfg = pipeline.config.llm
+        llm = cfg.model_copy(update={"api_key": None}).model_dump_json()
+        cache_path = runner.cache.path if runner.cache is not None else None
+    with ray_session(executor) as ray, cache_actor(ray, cache_path) as actors:
+        _check_reachable(ray, pipeline)
+        share = concurrency_share(ray, pipeline.config.llm.concurrency)
+        for lines, ledger in ray_map(
+            _run_batch,
+            examples,
+            encode=Example.model_dump_json,
+            executor=executor,
+            batch_size=batch_size,
+            args=(secrets.token_hex(8), run_id, llm, share, actors),
+            shared=_bundle(pipeline),
+        ):
+            if runner is not None and ledger is not None:
+                runner.ledger.add(LedgerSummary.model_validate_json(ledger))
+            yield lines
 
 
 def _score_batch(settings: str, concurrency: int, cache: list[Any], lines: list[str]) -> list[str]:
@@ -186,7 +292,7 @@ def _score_lines(opts: dict[str, Any], runner: Any, lines: list[str]) -> list[st
             emb,
             g_eval=opts["g_eval"],
             rubrics=rubrics,
-            selfcheck_n=0,
+            selfcheck_n=opts["selfcheck_n"],
             seed=opts["seed"],
         )
     judge: TraceJudge = LLMTraceJudge(runner) if runner is not None else OfflineJudge()
@@ -210,10 +316,12 @@ def score_traces_on_ray(
     llm: Any = None,
     cache_path: str | None = None,
     concurrency: int = 8,
+    selfcheck_n: int = 0,
 ) -> list[dict[str, Any]]:
     """Score rows of ``traces`` (in their order) by the offline judge, or by the LLM
-    judge when ``llm`` (an :class:`~ragtriage.config.LLMConfig`) is given -- its samples
-    stored through one cache actor over ``cache_path`` -- computed by Ray tasks
+    judge when ``llm`` (an :class:`~ragtriage.config.LLMConfig`) is given -- its samples,
+    and ``selfcheck_n`` sampled answers per trace for SelfCheck, looked up and stored
+    through one cache actor over ``cache_path`` -- computed by Ray tasks
     and appended batch by batch, in input order, to the resume file ``partial``: a
     killed run keeps what it wrote and the same call goes on from there (a resume file
     written with other settings is started afresh). ``embedding``: the embedder's
@@ -225,6 +333,7 @@ def score_traces_on_ray(
             "g_eval": g_eval,
             "rubrics": rubrics.read_text(encoding="utf-8") if rubrics is not None else None,
             "seed": seed,
+            "selfcheck_n": selfcheck_n,
             # the endpoint without its key: workers read theirs from their environment
             "llm": llm.model_copy(update={"api_key": None}).model_dump_json()
             if llm is not None

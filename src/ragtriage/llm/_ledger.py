@@ -111,6 +111,15 @@ class Ledger:
         counts.estimated_prompt_tokens += prompt_tokens
         counts.estimated_completion_tokens += completion_tokens
 
+    def add(self, summary: LedgerSummary) -> None:
+        """Add another ledger's counts, purpose by purpose (a Ray worker's ledger of one
+        batch, summed on the driver); cost follows from the tokens at this ledger's
+        prices."""
+        for purpose, stats in summary.by_purpose.items():
+            counts = self._of(purpose)
+            for f in fields(_Counts):
+                setattr(counts, f.name, getattr(counts, f.name) + getattr(stats, f.name))
+
     def _stats(self, counts: _Counts) -> PurposeStats:
         return PurposeStats(
             **{f.name: getattr(counts, f.name) for f in fields(_Counts)},

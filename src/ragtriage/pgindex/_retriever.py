@@ -274,13 +274,61 @@ class PgVectorRetriever(BatchRetriever):
                 f"(embedding vector_cosine_ops) WITH (m = {int(self.index.hnsw_m)}, "
                 f"ef_construction = {int(self.index.hnsw_ef_construction)})"
             )
-            conn.execute(f"SET hnsw.ef_search = {int(self.index.hnsw_ef_search)}")
-            conn.execute("SET hnsw.iterative_scan = strict_order")
+            self._query_settings()
         else:
             conn.execute(f"DROP INDEX IF EXISTS {t}_hnsw")  # exact: sequential scan
         conn.execute(f"ANALYZE {t}")
         conn.execute(f"ANALYZE {t}_post")
         self.rows = int(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0])
+
+    def _query_settings(self) -> None:
+        """This session's HNSW search settings (a session that queries the graph)."""
+        if self.use_hnsw and self._conn is not None:
+            self._conn.execute(f"SET hnsw.ef_search = {int(self.index.hnsw_ef_search)}")
+            self._conn.execute("SET hnsw.iterative_scan = strict_order")
+
+    # ------------------------------------------------------- other processes (Ray)
+    def handle(self) -> dict[str, Any]:
+        """What another process needs to query this table (:meth:`attach`), the DSN
+        without its password (each process reads its own from libpq's environment:
+        ``PGPASSWORD`` or ``~/.pgpass``)."""
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+        params = conninfo_to_dict(self.server.dsn)
+        params.pop("password", None)
+        return {
+            "dsn": make_conninfo("", **params),
+            "table": self.table,
+            "dim": self.dim,
+            "rows": self.rows,
+            "use_hnsw": self.use_hnsw,
+        }
+
+    @classmethod
+    def attach(
+        cls,
+        cfg: RetrievalConfig,
+        index: IndexConfig,
+        embedder: Embedder | None,
+        handle: Mapping[str, Any],
+    ) -> PgVectorRetriever:
+        """A retriever over a table that another process built and keeps up to date
+        (its :meth:`handle`): its own connection, no sync; :meth:`close` closes the
+        connection and never stops a server."""
+        server = PgServer(str(handle["dsn"]))
+        out = cls(
+            cfg,
+            index,
+            embedder,
+            table=str(handle["table"]),
+            server=server,
+            conn=server.connect(),
+            dim=int(handle["dim"]),
+            rows=int(handle["rows"]),
+            use_hnsw=bool(handle["use_hnsw"]),
+        )
+        out._query_settings()
+        return out
 
     # ------------------------------------------------------------------ querying
     def _lexical(self, where: str) -> str:
