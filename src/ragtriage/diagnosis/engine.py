@@ -202,7 +202,8 @@ class Diagnoser:
         inherit the traces and the diagnoser, so only index ranges go out and compact
         JSON comes back (pickling whole traces would cost more than diagnosing them)."""
         global _FORKED
-        size = max(_MIN_BATCH, min(_MAX_BATCH, len(traces) // (workers * 4) or 1))
+        # many small batches: the last one leaves the other workers idle for its length
+        size = max(_MIN_BATCH, min(_MAX_BATCH, len(traces) // (workers * 16) or 1))
         ranges = [(i, min(i + size, len(traces))) for i in range(0, len(traces), size)]
         use_fork = "fork" in multiprocessing.get_all_start_methods()
         ctx = multiprocessing.get_context("fork" if use_fork else "spawn")
