@@ -105,6 +105,10 @@ def test_quantity_offsets_point_into_the_text() -> None:
         ("$5", "£5", False),
         ("4 years", "5 years", False),
         ("三年", "3 years", True),
+        ("3 million", "3.4 million", True),  # a one-digit rounding within 15 %
+        ("1亿元", "8000万元", False),  # half the place of "1亿" is 5000万: too far still
+        ("1亿元", "6000万元", False),
+        ("$1 billion", "$700 million", False),
     ],
 )
 def test_quantities_match(a: str, b: str, same: bool) -> None:
@@ -161,7 +165,9 @@ def _reference_match(a: Quantity, b: Quantity) -> bool:
     diff = abs(a.value - b.value)
     if diff <= 1e-9 * max(abs(a.value), abs(b.value), 1.0):
         return True
-    if diff < max(granularity(a), granularity(b)):
+    if diff < max(granularity(a), granularity(b)) and diff < 0.15 * max(
+        abs(a.value), abs(b.value)
+    ):  # a rounding: within the last digit's half place and 15 % of the larger
         return True
     return any(
         pct.unit == "%"

@@ -333,3 +333,33 @@ def test_zh_partial_abstention_with_no_information_about_one_company() -> None:
     )
     assert label is AnswerLabel.INCORRECT
     assert "星河传媒" in reason
+
+
+@pytest.mark.parametrize(
+    ("query", "gt", "answer"),
+    [
+        (
+            "In which year and on which exchange did Harbor Foods list?",
+            "Harbor Foods listed on the NASDAQ in 2015.",
+            "Harbor Foods' listing:\n\n- **Year**: 2015\n- **Exchange**: NASDAQ\n\n"
+            "Additionally, the company was founded in 1998 and sells frozen food.",
+        ),
+        (
+            "海港食品是哪一年在哪个交易所上市的？",
+            "2015年在深圳证券交易所上市。",
+            "海港食品的上市信息：\n\n- **上市时间**：2015年\n- **上市地点**：深圳证券交易所\n\n"
+            "此外，公司成立于1998年，主营冷冻食品。",
+        ),
+    ],
+)
+def test_an_addendum_paragraph_is_not_the_conclusion(query: str, gt: str, answer: str) -> None:
+    # "Additionally, …" / "此外，…" after a list that answers: its other year is a further
+    # fact, not the answer's conclusion contradicting the ground truth
+    view = answer_view(answer)
+    assert view.final_from == "whole answer"
+    label, reason = judge(query, gt, answer)
+    assert label in (AnswerLabel.CORRECT, AnswerLabel.POSSIBLE_CORRECT), reason
+    # the same paragraph without the additive opening concludes, and contradicts
+    concluding = answer.replace("Additionally, the", "The").replace("此外，公司", "公司")
+    assert answer_view(concluding).final_from == "last paragraph"
+    assert judge(query, gt, concluding)[0] is AnswerLabel.INCORRECT

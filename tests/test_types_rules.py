@@ -1237,3 +1237,103 @@ def test_e12_yields_when_the_answer_was_failed_for_a_wrong_statement() -> None:
         e12 = {e.error_type: e.score for e in rule_type_evidence(base)}[E.E12]
         e12_failed = {e.error_type: e.score for e in rule_type_evidence(ctx)}[E.E12]
         assert e12_failed < e12
+
+
+def test_e13_a_value_taken_from_another_documents_chunk_that_never_names_the_entity() -> None:
+    # the value's sentence names no one (its subject came earlier in the other report):
+    # the chunk is another document's, whose context chunks never name the asked entity
+    for query, gt, answer, own_text, other_text in (
+        (
+            "What were Northwind Traders' community investments?",
+            "Northwind Traders invested $5 million in its communities.",
+            "Northwind Traders invested $500,000 in its communities.",
+            "Northwind Traders reported community investments of $5 million in 2021.",
+            "Community investments were $500,000, reflecting a changed strategy.",
+        ),
+        (
+            "北辰物流有限公司的社区投资额是多少？",
+            "北辰物流有限公司的社区投资额为500万元。",
+            "北辰物流有限公司的社区投资额为500,000元。",
+            "北辰物流有限公司2021年的社区投资额为500万元。",
+            "社区投资额为500,000元，受公司财务状况变化的影响。",
+        ),
+    ):
+        own = chunks_of("d1", [own_text])
+        other = chunks_of("d2", [other_text])
+        ctx = make_ctx(
+            Stage.GENERATION,
+            query=query,
+            gt=gt,
+            answer=answer,
+            doc_chunks=own,
+            other_chunks=other,
+            gt_ids=[c.chunk_id for c in own],
+            retrieved=[*own, *other],
+            reranked=[*own, *other],
+            context=[*own, *other],
+        )
+        evidence = fired(ctx)
+        assert E.E13 in evidence and "document d2" in evidence[E.E13], (query, evidence)
+        # the same value in a chunk of the ground truth's own document is no such case
+        same_doc = chunks_of("d1", [own_text, other_text])
+        ctx = make_ctx(
+            Stage.GENERATION,
+            query=query,
+            gt=gt,
+            answer=answer,
+            doc_chunks=same_doc,
+            gt_ids=[same_doc[0].chunk_id],
+            retrieved=same_doc,
+            reranked=same_doc,
+            context=same_doc,
+        )
+        assert "document" not in fired(ctx).get(E.E13, ""), query
+
+
+def test_a_full_name_whose_surname_the_context_gives_is_not_fabricated() -> None:
+    chunks = chunks_of(
+        "d1",
+        [
+            "The expedition of Magellan and Elcano sailed on the Victoria from 1519 to "
+            "1522; Magellan died in 1521 and Elcano completed the voyage.",
+        ],
+    )
+    ctx = make_ctx(
+        Stage.GENERATION,
+        query="Who first sailed around the world?",
+        gt="Elcano completed the first circumnavigation after Magellan died in 1521.",
+        answer="Ferdinand Magellan was the first to sail around the world, on the Victoria.",
+        doc_chunks=chunks,
+        gt_ids=[chunks[0].chunk_id],
+        retrieved=chunks,
+        reranked=chunks,
+        context=chunks,
+    )
+    assert "Ferdinand Magellan" not in fired(ctx).get(E.E10, "")
+
+
+def test_reversed_chronology_leads_on_an_ordering_question() -> None:
+    # names and dates exchanged together: on a question about order, E15 over E13
+    for query, gt, answer, text in (
+        (
+            "这三家公司成立的先后顺序是什么？",
+            "华信有限公司于1990年成立，东方有限公司于2000年成立，南山有限公司于2008年成立。",
+            "先后顺序为：华信有限公司1990年成立，南山有限公司2000年成立，东方有限公司2008年成立。",
+            "华信有限公司于1990年成立。东方有限公司于2000年成立。南山有限公司于2008年成立。",
+        ),
+    ):
+        chunks = chunks_of("d1", [text])
+        ctx = make_ctx(
+            Stage.GENERATION,
+            query=query,
+            gt=gt,
+            answer=answer,
+            doc_chunks=chunks,
+            gt_ids=[chunks[0].chunk_id],
+            retrieved=chunks,
+            reranked=chunks,
+            context=chunks,
+        )
+        evidence = fired(ctx)
+        assert "attached to each other's events" in evidence.get(E.E15, ""), (query, evidence)
+        assert top_type(ctx) is E.E15, (query, evidence)

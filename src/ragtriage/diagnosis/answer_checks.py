@@ -36,6 +36,7 @@ __all__ = [
     "ChoiceConflict",
     "EntityValueConflict",
     "SlotConflict",
+    "asks_order",
     "choice_conflict",
     "clauses",
     "compound_durations",
@@ -130,6 +131,12 @@ _ORDER_Q = re.compile(
     r"chronolog\w*|sequence|timeline)\b|先后|顺序|哪个先|谁先|时间线",
     re.IGNORECASE,
 )
+
+
+def asks_order(query: str) -> bool:
+    """The question asks for an order of events ("in what order", "which came first",
+    "先后")."""
+    return _ORDER_Q.search(query) is not None
 
 
 def _first_match(dates: Sequence[DateMention], d: DateMention) -> int | None:

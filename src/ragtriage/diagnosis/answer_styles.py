@@ -182,6 +182,13 @@ _PARAGRAPH = re.compile(r"\n[ \t]*\n")
 _MD_LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+•·]|\d{1,2}[.)、]|[（(]\d{1,2}[)）])[ \t]+")
 #: a last paragraph this long is part of the reasoning, not its conclusion
 _MAX_FINAL_SENTENCES = 3
+#: a last paragraph that opens so adds to the answer; it does not conclude it
+_ADDENDUM = re.compile(
+    r"\s*(?:additionally|in\s+addition|also|moreover|furthermore|besides|note\s+that|"
+    r"(?:it\s+is\s+)?worth\s+noting|as\s+a\s+side\s+note|by\s+the\s+way)\b"
+    r"|\s*(?:此外|另外|另需|同时|而且|并且|值得(?:注意|一提)的是|补充(?:说明|一下)?|顺便)",
+    re.IGNORECASE,
+)
 
 
 @lru_cache(maxsize=4096)
@@ -321,7 +328,12 @@ def _final(text: str, raw: str) -> tuple[str, str]:
         last_raw = paragraphs[-1]
         listed = any(_MD_LIST_ITEM.match(line) for line in last_raw.splitlines())
         closing = clean_answer(last_raw)
-        if not listed and closing and len(split_sentences(closing)) <= _MAX_FINAL_SENTENCES:
+        if (
+            not listed
+            and closing
+            and len(split_sentences(closing)) <= _MAX_FINAL_SENTENCES
+            and not _ADDENDUM.match(closing)
+        ):
             return closing, "last paragraph"
     return text, "whole answer"
 

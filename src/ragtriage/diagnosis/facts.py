@@ -711,18 +711,19 @@ def _granularity_of(raw: str, value: float) -> float:
     return 0.5 * (10.0**-decimals) * abs(scale)
 
 
-#: a granularity is at most half its value: a stated mantissa with ``d`` decimals is
-#: at least ``10**-d`` (the slack covers float rounding; a hand-built Quantity whose
-#: value over its mantissa overflows a float is the lone exception, never an
-#: extracted one, where that ratio is the scale word's factor)
-_MAX_GRANULARITY = 0.5000001
+#: the most a rounding may move a value, relative to the larger one: "1.2 million" is
+#: 1,234,567 (3 %) and "3 million" 3.4 million (12 %), but "1亿" is no rounding of 6000万
+#: or 8000万 although its last digit's place is 1亿 (a one-digit amount with a scale word
+#: is read as exact enough to name one slot, not as anything within half its value)
+_MAX_ROUNDING = 0.15
 
 
 def quantities_match(a: Quantity, b: Quantity) -> bool:
     """Same amount, allowing for scale words, rounding and percent/fraction forms.
 
-    Values match when they differ by no more than the rounding of the less precise
-    one ("1.2 million" == "1,234,567"; "12.5亿元" == "1,250,000,000 yuan"). Units must
+    Values match when they differ by less than the rounding of the less precise one
+    and by less than 15 % of the larger ("1.2 million" == "1,234,567"; "12.5亿元" ==
+    "1,250,000,000 yuan"; "1亿元" != "8000万元"). Units must
     agree when both are given; a percentage also matches the same fraction without a
     unit ("12%" == "0.12"). Plain counts ("" unit) match any unit.
     """
@@ -739,8 +740,8 @@ def quantities_match(a: Quantity, b: Quantity) -> bool:
         big = other
     if diff <= 1e-9 * (big if big > 1.0 else 1.0):
         return True
-    # the rounding test can only pass within half the larger value
-    if diff < _MAX_GRANULARITY * big:
+    # a rounding moves a value by less than its granularity and _MAX_ROUNDING
+    if diff < _MAX_ROUNDING * big:
         ga, gb = _granularity(a), _granularity(b)
         if diff < (ga if ga > gb else gb):
             return True

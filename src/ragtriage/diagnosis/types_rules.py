@@ -41,6 +41,7 @@ from ragtriage.diagnosis.alignment import (
     fact_swaps,
     substituted_names,
 )
+from ragtriage.diagnosis.answer_checks import asks_order
 from ragtriage.diagnosis.answer_styles import answer_view, declining_sentence
 from ragtriage.diagnosis.concepts import gt_doc_texts
 from ragtriage.diagnosis.facts import (
@@ -1072,6 +1073,38 @@ class _Gen:
     def _sentence_starts(self) -> list[int]:
         return [s for s, _ in self.ctx_sentences]
 
+    @cached_property
+    def _context_ids(self) -> list[tuple[int, str]]:
+        """(start in :attr:`context`, chunk id) of each context chunk."""
+        cm, out, pos = self.ctx.chunks, [], 0
+        for cid in self.ctx.trace.context:
+            if cid in cm:
+                out.append((pos, cid))
+                pos += len(cm[cid].text) + 1
+        return out
+
+    def foreign_sources(
+        self, positions: Sequence[int], own: Sequence[str]
+    ) -> list[tuple[str, str]]:
+        """("document D", sentence) for each context position whose chunk comes from a
+        document D other than the ground truth's, none of whose context chunks names any
+        of ``own``."""
+        cm = self.ctx.chunks
+        gt_docs = {cm[i].doc_id for i in self.ctx.gt_chunk_ids if i in cm}
+        starts = [s for s, _ in self._context_ids]
+        out: list[tuple[str, str]] = []
+        for pos in positions:
+            i = bisect_right(starts, pos) - 1
+            if i < 0:
+                continue
+            doc = cm[self._context_ids[i][1]].doc_id
+            if doc in gt_docs or any(d == f"document {doc}" for d, _ in out):
+                continue
+            texts = [cm[c].text for _, c in self._context_ids if cm[c].doc_id == doc]
+            if not any(_mentions(o, t) for o in own for t in texts):
+                out.append((f"document {doc}", self.sentence_at(pos)))
+        return out
+
     def sentence_at(self, pos: int) -> str:
         i = bisect_right(self._sentence_starts, pos) - 1
         return self.ctx_sentences[i][1] if 0 <= i < len(self.ctx_sentences) else ""
@@ -1087,7 +1120,9 @@ class _Gen:
 
     @cached_property
     def unsupported_names(self) -> list[str]:
-        """Answer entities named neither in the context, the query nor the ground truth."""
+        """Answer entities named neither in the context, the query nor the ground truth
+        (a full name whose last word they give is named: "Ferdinand Magellan" by
+        "Magellan")."""
         return [
             e
             for e in self.a_ents
@@ -1095,6 +1130,8 @@ class _Gen:
             and not self.in_context(e)
             and not self.in_query(e)
             and not self.in_gt(e)
+            and not _mentions(e, self.context)
+            and not _mentions(e, self.gt)
         ]
 
     @cached_property
@@ -1515,6 +1552,11 @@ def _gen_e13(g: _Gen, found: _Found) -> None:
             ]
             if sent_ents:
                 others.append((sent_ents[0], sentence))
+        if not attributed and not others:
+            # the sentences name no one (the subject is in an earlier sentence or a
+            # header): the value's chunk comes from a document other than the ground
+            # truth's whose context chunks never name the answer's entity
+            others = g.foreign_sources(where[:8], own)
         if not attributed and others:
             who, sentence = others[0]
             found.add(
@@ -1594,9 +1636,11 @@ def _gen_e15(g: _Gen, found: _Found) -> None:
     date_swaps = [sw for sw in g.swaps if sw.kind == "date"]
     if date_swaps:
         sw = date_swaps[0]
+        # on a question about when or in what order, the reversed chronology is the
+        # failure; the names exchanged with it (E13) are how it shows
         found.add(
             E.E15,
-            0.85,
+            0.9 if temporal or asks_order(g.query) else 0.85,
             f"the answer has the ground truth's dates {sw.first} and {sw.second} but "
             f"attached to each other's events (chronology reversed)",
         )
