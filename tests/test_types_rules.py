@@ -1275,39 +1275,19 @@ def test_e13_a_value_taken_from_another_documents_chunk_that_never_names_the_ent
         evidence = fired(ctx)
         assert E.E13 in evidence and "document d2" in evidence[E.E13], (query, evidence)
         # the same value in a chunk of the ground truth's own document is no such case
-        same_doc = chunks_of("d1", [own_text, other_text])
-        ctx = make_ctx(
-            Stage.GENERATION,
-            query=query,
-            gt=gt,
-            answer=answer,
-            doc_chunks=same_doc,
-            gt_ids=[same_doc[0].chunk_id],
-            retrieved=same_doc,
-            reranked=same_doc,
-            context=same_doc,
-        )
+        ctx = gen_ctx(query, answer, gt, [own_text, other_text])
         assert "document" not in fired(ctx).get(E.E13, ""), query
 
 
 def test_a_full_name_whose_surname_the_context_gives_is_not_fabricated() -> None:
-    chunks = chunks_of(
-        "d1",
+    ctx = gen_ctx(
+        "Who first sailed around the world?",
+        "Ferdinand Magellan was the first to sail around the world, on the Victoria.",
+        "Elcano completed the first circumnavigation after Magellan died in 1521.",
         [
             "The expedition of Magellan and Elcano sailed on the Victoria from 1519 to "
-            "1522; Magellan died in 1521 and Elcano completed the voyage.",
+            "1522; Magellan died in 1521 and Elcano completed the voyage."
         ],
-    )
-    ctx = make_ctx(
-        Stage.GENERATION,
-        query="Who first sailed around the world?",
-        gt="Elcano completed the first circumnavigation after Magellan died in 1521.",
-        answer="Ferdinand Magellan was the first to sail around the world, on the Victoria.",
-        doc_chunks=chunks,
-        gt_ids=[chunks[0].chunk_id],
-        retrieved=chunks,
-        reranked=chunks,
-        context=chunks,
     )
     assert "Ferdinand Magellan" not in fired(ctx).get(E.E10, "")
 
@@ -1322,18 +1302,7 @@ def test_reversed_chronology_leads_on_an_ordering_question() -> None:
             "华信有限公司于1990年成立。东方有限公司于2000年成立。南山有限公司于2008年成立。",
         ),
     ):
-        chunks = chunks_of("d1", [text])
-        ctx = make_ctx(
-            Stage.GENERATION,
-            query=query,
-            gt=gt,
-            answer=answer,
-            doc_chunks=chunks,
-            gt_ids=[chunks[0].chunk_id],
-            retrieved=chunks,
-            reranked=chunks,
-            context=chunks,
-        )
+        ctx = gen_ctx(query, answer, gt, [text])
         evidence = fired(ctx)
         assert "attached to each other's events" in evidence.get(E.E15, ""), (query, evidence)
         assert top_type(ctx) is E.E15, (query, evidence)
