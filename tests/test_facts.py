@@ -626,3 +626,39 @@ def test_a_cited_source_label_is_no_entity() -> None:
     assert ents == ["Acme Corp", "绿野农业有限公司"]
     # clean_answer keeps the label word without its number
     assert extract_entities("As Passage says, Acme Corp grew.") == ["Acme Corp"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The Battle of the Hydaspes was fought in 326 BC.", [-326]),
+        ("Caesar died in 44 B.C. in Rome.", [-44]),
+        ("Pompeii was buried in AD 79.", [79]),
+        ("秦于公元前221年建立帝制。", [-221]),
+        ("公元79年维苏威火山喷发。", [79]),
+    ],
+)
+def test_years_with_an_era(text: str, expected: list[int]) -> None:
+    assert [d.year for d in extract_dates(text)] == expected
+    assert extract_quantities(text) == []  # the number is the year, not an amount
+
+
+@pytest.mark.parametrize(
+    ("text", "unit"),
+    [
+        ("术中出血约2000ml。", "ml"),
+        ("The board is 20 cm wide.", "cm"),
+        ("a plank 8 inches wide", "in"),
+        ("it ran 1500 meters", "m"),
+        ("全长1800米", "m"),
+        ("1999 years ago", "year"),
+    ],
+)
+def test_a_four_digit_number_before_a_unit_is_an_amount_not_a_year(text: str, unit: str) -> None:
+    assert extract_dates(text) == [] or all(d.year is None for d in extract_dates(text))
+    assert [q.unit for q in extract_quantities(text)] == [unit]
+
+
+def test_lengths_in_other_units_do_not_match() -> None:
+    cm, inch = extract_quantities("20 cm")[0], extract_quantities("20 inches")[0]
+    assert not quantities_match(cm, inch)

@@ -266,8 +266,45 @@ _UNITS: dict[str, str] = {
     "亩": "mu",
     "mg": "mg",
     "毫克": "mg",
+    "grams": "g",
+    "gram": "g",
+    "克": "g",
+    "pounds weight": "lb",
+    "lbs": "lb",
+    "lb": "lb",
     "ml": "ml",
     "毫升": "ml",
+    "liters": "l",
+    "litres": "l",
+    "liter": "l",
+    "litre": "l",
+    "升": "l",
+    "gallons": "gal",
+    "gallon": "gal",
+    "cm": "cm",
+    "centimeters": "cm",
+    "centimetres": "cm",
+    "厘米": "cm",
+    "公分": "cm",
+    "mm": "mm",
+    "millimeters": "mm",
+    "millimetres": "mm",
+    "毫米": "mm",
+    "meters": "m",
+    "metres": "m",
+    "meter": "m",
+    "metre": "m",
+    "米": "m",
+    "inches": "in",
+    "inch": "in",
+    "英寸": "in",
+    "feet": "ft",
+    "foot": "ft",
+    "ft": "ft",
+    "英尺": "ft",
+    "miles": "mi",
+    "mile": "mi",
+    "英里": "mi",
     # counted things: unit-less counts
     "people": "",
     "persons": "",
@@ -866,6 +903,12 @@ _RE_QUARTER = re.compile(
     re.IGNORECASE,
 )
 _RE_FY = re.compile(r"\bFY[ \t]?(\d{4})\b")
+#: a year with its era: "326 BC", "44 B.C.", "79 AD", "AD 79", "500 BCE", "300 CE"
+_RE_ERA = re.compile(
+    r"(?<![\d.,])(\d{1,4})[ \t]*(B\.C\.(?:E\.)?|BCE?|A\.D\.|AD|C\.E\.|CE)(?![A-Za-z])"
+    r"|\b(?:A\.D\.|AD)[ \t]*(\d{1,4})(?![\d.,]\d)"
+)
+_RE_ZH_ERA = re.compile(r"公元(前)?[ \t]*(\d{1,4})[ \t]*年")
 _RE_BARE_YEAR = re.compile(r"(1[5-9]\d{2}|20\d{2})(?:s\b)?(?![\d%]|[.,]\d)")
 _NOT_BEFORE_YEAR = frozenset("0123456789$£€¥.,:/-")
 #: a four-digit number outside the bare-year range that a time preposition makes a year
@@ -874,9 +917,13 @@ _RE_PREP_YEAR = re.compile(
     r"\b(?:in|since|until|till|by|from|during|year|circa|before|after)[ \t]+(\d{4})\b(?![\d%]|[.,]\d)",
     re.IGNORECASE,
 )
+#: what after a four-digit number makes it an amount, not a year ("2000 ml", "1800吨",
+#: "1999 years"): scale and unit words ("年" aside: "2019年" is a Chinese date)
 _RE_AFTER_YEAR_NOT_DATE = re.compile(
     r"[ \t]*(?:%|percent|million|billion|thousand|yuan|dollars|元|万|亿|人|名|个|家|"
-    r"people|employees|shares|units|items|cases|tons|km|kg)",
+    r"people|employees|shares|units|items|cases|tons|km|kg|"
+    + _alt(w for w in _UNITS if w != "年" and w.strip())
+    + ")",
     re.IGNORECASE,
 )
 _RE_ZH_DATE = re.compile(
@@ -1033,6 +1080,15 @@ def _dates(text: str) -> tuple[DateMention, ...]:
     if "FY" in t:
         for m in _RE_FY.finditer(t):
             add(int(m.group(1)), None, None, m.start(), m.end())
+    if has_digit and ("BC" in t or "B.C" in t or "AD" in t or "A.D" in t or "CE" in t):
+        for m in _RE_ERA.finditer(t):  # "326 BC" is year -326, "AD 79" year 79
+            n = int(m.group(1) or m.group(3))
+            bc = (m.group(2) or "").startswith("B")
+            add(-n if bc else n, None, None, m.start(), m.end())
+    if has_digit and "公元" in t:
+        for m in _RE_ZH_ERA.finditer(t):  # 公元前326年, 公元79年
+            n = int(m.group(2))
+            add(-n if m.group(1) else n, None, None, m.start(), m.end())
     if has_zh:
         for m in _RE_ZH_DATE.finditer(t):
             y = m.group(1)
