@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import multiprocessing
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -212,6 +213,9 @@ class Diagnoser:
         out: list[list[Diagnosis]] = [[] for _ in ranges]
         _FORKED = (self, traces) if use_fork else None
         if use_fork:
+            # a forked worker evicting an inherited cache entry writes to the parent's
+            # pages (reference counts), copying them: start the workers with empty caches
+            _clear_text_caches()
             # the workers inherit every object of this process (the traces above all):
             # frozen, their collections neither walk those nor copy their pages (see
             # gc.freeze); unfrozen, two workers diagnose no faster than one process
@@ -330,6 +334,22 @@ _MIN_BATCH = 32
 _MAX_BATCH = 512
 #: (diagnoser, traces) inherited by forked workers; set only while a pool runs
 _FORKED: tuple[Diagnoser, Sequence[Trace]] | None = None
+
+
+#: modules whose functools caches hold the rules judge's per-text work
+_CACHED_MODULES = ("ragtriage.diagnosis.", "ragtriage.text", "ragtriage.groundtruth")
+
+
+def _clear_text_caches() -> None:
+    """Empty the rules judge's per-text caches (``functools.lru_cache`` functions of
+    :data:`_CACHED_MODULES`); only speed depends on them."""
+    for name, module in list(sys.modules.items()):
+        if module is None or not name.startswith(_CACHED_MODULES):
+            continue
+        for value in list(vars(module).values()):
+            clear = getattr(value, "cache_clear", None)
+            if clear is not None and hasattr(value, "cache_info"):
+                clear()
 
 
 #: the youngest generation's collection threshold while the rules judge runs: it
