@@ -363,3 +363,110 @@ def test_an_addendum_paragraph_is_not_the_conclusion(query: str, gt: str, answer
     concluding = answer.replace("Additionally, the", "The").replace("此外，公司", "公司")
     assert answer_view(concluding).final_from == "last paragraph"
     assert judge(query, gt, concluding)[0] is AnswerLabel.INCORRECT
+
+
+def judge_kp(query: str, gt: str, answer: str, keypoints: list[str]) -> tuple[AnswerLabel, str]:
+    ex = Example(example_id="x", query=query, answer=gt, keypoints=keypoints)
+    j = evaluate_rules(ex, answer, CFG)
+    assert j.label is not None
+    return j.label, j.rule or ""
+
+
+@pytest.mark.parametrize(
+    ("query", "gt", "answer", "keypoints"),
+    [
+        (
+            "Did Harlow close the deal before or after Ada Finch became CFO?",
+            "Before: the deal closed on 7 January 2021 and Ada Finch became CFO on 1 March 2021.",
+            "After. Ada Finch became CFO on 1 March 2021, and the deal closed on 7 January 2021.",
+            ["deal 7 January 2021", "CFO 1 March 2021", "before"],
+        ),
+        (
+            "Is the Lumen tower taller than the Vesta tower?",
+            "Yes, Lumen is 320 m tall and Vesta 280 m.",
+            "No, Lumen is 320 m tall and Vesta 280 m.",
+            [],
+        ),
+        (
+            "北辰物流的年报是否披露了碳排放数据？",
+            "是，年报披露了碳排放为3万吨。",
+            "不是，年报披露了碳排放为3万吨。",
+            [],
+        ),
+    ],
+)
+def test_the_opposite_yes_no_or_before_after_fails(
+    query: str, gt: str, answer: str, keypoints: list[str]
+) -> None:
+    label, rule = judge_kp(query, gt, answer, keypoints)
+    assert (label, rule) == (AnswerLabel.INCORRECT, "polar_conflict")
+    # the same opening word as the ground truth is no conflict
+    agreeing = answer.replace("After.", "Before.").replace("No,", "Yes,").replace("不是，", "是，")
+    assert judge_kp(query, gt, agreeing, keypoints)[1] != "polar_conflict"
+
+
+def test_a_polar_word_inside_the_first_sentence_is_no_answer_word() -> None:
+    # "No information …" declines; it does not answer "no"
+    _label, rule = judge_kp(
+        "Is the Lumen tower taller than the Vesta tower?",
+        "Yes, Lumen is 320 m tall and Vesta 280 m.",
+        "No information about the towers' heights is given in the documents.",
+        [],
+    )
+    assert rule != "polar_conflict"
+
+
+def test_an_acronym_spelled_out_is_the_same_name_en() -> None:
+    label, reason = judge(
+        "Are UK ring sizes the same as US ring sizes?",
+        "No. The US uses a numerical scale; the UK uses an alphabetical scale.",
+        "No, they differ:\n- **United States:** a numerical scale\n"
+        "- **United Kingdom:** an alphabetical scale",
+    )
+    assert label is AnswerLabel.CORRECT, reason
+
+
+@pytest.mark.parametrize(
+    ("gt", "answer", "keypoints"),
+    [
+        (
+            "总资产15000万元，总负债5000万元。",
+            "总资产约为1.5亿元，总负债为0.5亿元。",
+            ["15000万元", "5000万元"],
+        ),
+        (
+            "Total assets were $150 million and liabilities $50 million.",
+            "Total assets were $0.15 billion and liabilities $0.05 billion.",
+            ["$150 million", "$50 million"],
+        ),
+    ],
+)
+def test_an_amount_keypoint_stated_in_another_scale(
+    gt: str, answer: str, keypoints: list[str]
+) -> None:
+    label, rule = judge_kp("总资产和总负债分别是多少？", gt, answer, keypoints)
+    assert label is AnswerLabel.CORRECT, rule
+
+
+def test_an_option_named_like_a_comparative_is_no_comparative() -> None:
+    # "Walker" ends like "earlier": it is an option, not the question's comparative
+    label, reason = judge(
+        "Who was arrested earlier in 2023, H. Walker or Y. Nelson?",
+        "Y. Nelson: her warrant was issued on March 15, 2023, while Walker's arrest was on "
+        "25 March 2023.",
+        "Walker was arrested on 25 March 2023; Nelson's warrant came on March 15, 2023, "
+        "ten days before. Thus, the answer is Y. Nelson.",
+    )
+    assert label is not AnswerLabel.INCORRECT, reason
+
+
+@pytest.mark.parametrize(
+    ("gt", "answer"),
+    [
+        ("He was sentenced to six months in prison.", "He was sentenced to six years in prison."),
+        ("她被判处有期徒刑六个月。", "她被判处有期徒刑六年。"),
+    ],
+)
+def test_a_duration_in_another_time_unit_contradicts(gt: str, answer: str) -> None:
+    label, reason = judge("How long was the sentence?", gt, answer)
+    assert label is AnswerLabel.INCORRECT, reason

@@ -41,7 +41,7 @@ from ragtriage.diagnosis.facts import (
 )
 from ragtriage.text import content_tokens, has_content, normalize
 
-__all__ = ["FactSwap", "NameSubstitution", "fact_swaps", "substituted_names"]
+__all__ = ["FactSwap", "NameSubstitution", "fact_swaps", "is_initials", "substituted_names"]
 
 #: clause boundaries: sentence ends, semicolons, colons, commas, and clause conjunctions
 _CLAUSE_BOUNDARY = re.compile(
@@ -473,11 +473,27 @@ def fact_swaps(ground_truth: str, answer: str) -> tuple[FactSwap, ...]:
     return tuple(swaps)
 
 
+def is_initials(short: str, name: str) -> bool:
+    """``short`` is the acronym of ``name``'s words, case aside ("UK" of "United Kingdom",
+    "U.S." of "United States")."""
+    letters = short.replace(".", "").replace(" ", "")
+    words = re.findall(r"[A-Za-z]+", name)
+    return (
+        1 < len(letters) <= 6
+        and letters.isascii()
+        and letters.isalpha()
+        and len(words) == len(letters)
+        and all(w[0].lower() == c for w, c in zip(words, letters.lower(), strict=True))
+    )
+
+
 def _name_known(name: str, known_norm: str, known_names: list[str]) -> bool:
     n = normalize(name)
     if not n:
         return True
     if n in known_norm:
+        return True
+    if any(is_initials(k, n) for k in known_names):  # "United States" for "US"
         return True
     words = {w for w in n.split() if len(w) > 3}
     return any(words & {w for w in k.split() if len(w) > 3} for k in known_names)

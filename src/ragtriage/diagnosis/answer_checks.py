@@ -527,11 +527,13 @@ def choice_conflict(query: str, ground_truth: str, answer: str) -> ChoiceConflic
     options = _options(query)
     if options is None:
         return None
+    # the options' own words are no comparatives ("Walker", "Baker", "Fisher")
+    in_names = {w.lower() for o in options for w in re.findall(r"\w+", o)}
     cues = {
         # "更早" -> "早": a Chinese answer says "早于" / "最早" as often as "更早"
         m.group().lower().lstrip("更较最")
         for m in _COMPARATIVE.finditer(query)
-        if m.group().lower() not in _NOT_COMPARATIVE
+        if m.group().lower() not in _NOT_COMPARATIVE and m.group().lower() not in in_names
     }
     if not cues:
         return None

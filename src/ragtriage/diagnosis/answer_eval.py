@@ -27,7 +27,7 @@ from functools import lru_cache
 
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis._calls import LLMCalls
-from ragtriage.diagnosis.alignment import fact_swaps, substituted_names
+from ragtriage.diagnosis.alignment import fact_swaps, is_initials, substituted_names
 from ragtriage.diagnosis.answer_checks import (
     choice_conflict,
     clauses,
@@ -262,6 +262,20 @@ def _states_all_values(unit: str, answer: str) -> bool:
     return True
 
 
+#: units of one dimension: an amount in one competes with the ground truth's in another
+_DIMENSIONS = {
+    **dict.fromkeys(("year", "month", "week", "day", "hour", "minute"), "time"),
+    **dict.fromkeys(("mm", "cm", "m", "km", "in", "ft", "mi"), "length"),
+    **dict.fromkeys(("mg", "g", "kg", "t", "lb"), "mass"),
+    **dict.fromkeys(("ml", "l", "gal"), "volume"),
+    **dict.fromkeys(("usd", "cny", "hkd", "eur", "gbp", "jpy", "aud", "cad"), "money"),
+}
+
+
+def _dimension(unit: str) -> str:
+    return _DIMENSIONS.get(unit, unit)
+
+
 @lru_cache(maxsize=2048)
 def _values(gt: str, answer: str) -> _Values:
     """Numbers and dates of the ground truth, how many the answer states too, and the
@@ -274,8 +288,9 @@ def _values(gt: str, answer: str) -> _Values:
     # pools: each distinct answer value is compared once (a long answer may repeat one
     # number thousands of times); quantities_match is symmetric
     g_pool, a_pool = QuantityPool(gq), _answer_pool(answer)
-    # a competing value matters only for the units of ground-truth values not stated
-    open_units = {q.unit for q in gq if not a_pool.matches(q)}
+    # a competing value matters only for the units of ground-truth values not stated,
+    # a unit standing for its dimension ("six years" competes with "six months")
+    open_units = {_dimension(q.unit) for q in gq if not a_pool.matches(q)}
     stray_units: set[str] = set()
     if open_units:
         # "2 hours and 10 minutes" is also 130 minutes
@@ -284,9 +299,9 @@ def _values(gt: str, answer: str) -> _Values:
         # competing value of the same slot -- unless the ground truth states one too
         derived_units = {g.unit for g in gq if _derived(gt, g)}
         stray_units = {
-            a.unit
+            _dimension(a.unit)
             for a in aq
-            if a.unit in open_units
+            if _dimension(a.unit) in open_units
             and not g_pool.matches(a)
             and not _approximates(answer, a, gq)
             and not (extra is not None and extra.matches(a))
@@ -304,7 +319,7 @@ def _values(gt: str, answer: str) -> _Values:
         if a_pool.matches(q):
             hit += 1
             stated.append(q.raw)
-        elif q.unit in stray_units:
+        elif _dimension(q.unit) in stray_units:
             contradicted.append(q.raw)
     for d in gd:
         if any(dates_match(d, a) for a in ad):
@@ -443,7 +458,7 @@ def answer_facts(
     )
     coverage: float | None = None
     points = [(k, _bag(content_tokens(k))) for k in keypoints]
-    points = [(k, bag) for k, bag in points if bag]
+    points = [(k, bag) for k, bag in points if bag or normalize(k) in _POLAR]
     first_hit: bool | None = None
     if points:
         first_hit = _contains(na, normalize(points[0][0]))
@@ -451,6 +466,12 @@ def answer_facts(
         pieces: list[str] | None = None
         anchors_all = [p.text for p in question_parts(query)] if query else []
         for kp, bag in points:
+            if normalize(kp) in _POLAR:  # a bare yes/no: the answer's opening word
+                hit = _keypoint_in(kp, bag, answer)
+                covered += hit
+                if kp == points[0][0]:
+                    first_hit = hit
+                continue
             if _contains(na, normalize(kp)):
                 covered += 1
                 continue
@@ -461,7 +482,11 @@ def answer_facts(
                 if pieces is None:
                     pieces = clauses(answer)
                 # the clause must name the keypoint's subject itself
-                spans = [c for c in pieces if any(_entity_in(a, normalize(c)) for a in anchors)]
+                spans = [
+                    c
+                    for c in pieces
+                    if any(_entity_in(a, normalize(c)) or _spelled_out(a, c) for a in anchors)
+                ]
             else:
                 spans = [answer]
             if any(_keypoint_in(kp, bag, span) for span in spans):
@@ -505,20 +530,106 @@ _NON_NAME = re.compile(r"[\d.,%]+|亿元|万元|元|亿|万")
 
 
 def _same_name(a: str, b: str) -> bool:
-    """Two spellings of one name ("发行5亿元绿色公司" / "发行绿色公司"): equal once numbers
-    and amounts are set aside, or one holds the other."""
+    """Two spellings of one name ("发行5亿元绿色公司" / "发行绿色公司"; "US" / "United
+    States"): equal once numbers and amounts are set aside, or one holds the other, or
+    one is the other's initials."""
     x, y = (normalize(_NON_NAME.sub("", t)) for t in (a, b))
-    return bool(x and y) and (x in y or y in x)
+    if not (x and y):
+        return False
+    return x in y or y in x or is_initials(a, b) or is_initials(b, a)
+
+
+def _spelled_out(acronym: str, text: str) -> bool:
+    """``text`` names ``acronym`` in full: capitalised words with its initials ("United
+    Kingdom" for "UK")."""
+    letters = acronym.replace(".", "")
+    if not (
+        1 < len(letters) <= 6 and letters.isascii() and letters.isalpha() and letters.isupper()
+    ):
+        return False
+    pattern = r"\b" + r"\s+".join(f"{c}[a-z]+" for c in letters) + r"\b"
+    return re.search(pattern, text) is not None
+
+
+#: keypoints that are a bare yes/no or before/after: stated by an answer that opens
+#: with them ("After. …" does not state "before" by quoting its dates)
+_POLAR = frozenset(
+    {"yes", "no", "before", "after", "earlier", "later"}
+    | {"是", "否", "不是", "是的", "不", "对", "不对", "没有", "有", "之前", "之后", "更早", "更晚"}
+)
+
+
+_OPPOSITE_POLAR = {
+    "yes": ("no",),
+    "no": ("yes",),
+    "before": ("after",),
+    "after": ("before",),
+    "earlier": ("later",),
+    "later": ("earlier",),
+    "是": ("不是", "否", "不"),
+    "是的": ("不是", "否", "不"),
+    "对": ("不对", "不"),
+    "有": ("没有",),
+    "否": ("是",),
+    "不是": ("是",),
+    "没有": ("有",),
+    "之前": ("之后",),
+    "之后": ("之前",),
+    "更早": ("更晚",),
+    "更晚": ("更早",),
+}
+
+
+#: a bare polar word opening a text, then punctuation ("No, they differ", "After. …",
+#: "是的，…"): the answer's word, not a word of its first sentence ("No information …")
+_POLAR_OPENING = re.compile(
+    r"\s*(yes|no|before|after|earlier|later)(?=[\s]*[.,;:!—–-])"
+    r"|\s*(是的|不是|不对|没有|之前|之后|更早|更晚|是|否|对|有)(?=[，。,.;；:：！!])",
+    re.IGNORECASE,
+)
+
+
+def _polar_opening(text: str) -> str | None:
+    m = _POLAR_OPENING.match(text)
+    return None if m is None else (m.group(1) or m.group(2)).lower()
+
+
+def _polar_conflict(example: Example, answer: str) -> tuple[str, str] | None:
+    """(expected, found) when the ground truth's bare yes/no or before/after (a keypoint
+    of its own, or the word the ground truth opens with) is answered by the opposite
+    word opening the answer ("After. …" for "Before: …")."""
+    found = _polar_opening(answer)
+    if found is None:
+        return None
+    words = [normalize(k) for k in example.keypoints if normalize(k) in _OPPOSITE_POLAR]
+    opening = _polar_opening(example.answer)
+    if opening is not None:
+        words.append(opening)
+    for w in dict.fromkeys(words):
+        if found in _OPPOSITE_POLAR.get(w, ()):
+            return w, found
+    return None
 
 
 def _keypoint_in(kp: str, bag: Counter[str], text: str) -> bool:
-    """Whether ``text`` states keypoint ``kp`` (its numbers, and enough of its words)."""
+    """Whether ``text`` states keypoint ``kp`` (its numbers, and enough of its words; a
+    yes/no keypoint by the answer's opening word)."""
+    polar = normalize(kp)
+    if polar in _POLAR:
+        opening = normalize(text)
+        return opening == polar or opening.startswith(polar + " " if polar.isascii() else polar)
     kv = _values(kp, text)
     if kv.gt and kv.hit < len(kv.gt):
         return False
     if kv.gt:
         # its numbers are stated (in any form: "2 weeks" ~ "two weeks"): the rest of its
-        # words decide
+        # words decide; a keypoint that is only amounts ("15000万元", stated as "1.5亿元")
+        # has no rest, its scale and unit words ("万元") being part of them
+        rest = kp
+        for raw in kv.gt:
+            rest = rest.replace(raw, " ")
+        if not content_tokens(rest):
+            return True
         bag = Counter(
             {t: n for t, n in bag.items() if len(t) > 1 and not any(ch.isdigit() for ch in t)}
         )
@@ -810,6 +921,14 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
                 if not (v in gt_raw and v in values.stated and summary)
             )
             values = replace(values, contradicted=kept, listed=in_final.listed)
+    polar_flip = _polar_conflict(example, ans)
+    if polar_flip is not None:
+        return _judgement(
+            example,
+            AnswerLabel.INCORRECT,
+            f"answers {polar_flip[1]!r} where the ground truth says {polar_flip[0]!r}",
+            "polar_conflict",
+        )
     if values.contradicted:  # decided without tokenizing: a different number or date
         return _judgement(
             example,

@@ -268,6 +268,7 @@ _UNITS: dict[str, str] = {
     "毫克": "mg",
     "grams": "g",
     "gram": "g",
+    "g": "g",
     "克": "g",
     "pounds weight": "lb",
     "lbs": "lb",
