@@ -61,6 +61,8 @@ async def test_rules_ragec_each_stage() -> None:
     chunking = make_trace(
         query="When was Acme Corp founded in Springfield?",
         references=["Its chief executive is Ann Lee."],
+        # four candidates: a retriever deep enough for the chunks to be judged
+        retrieved=["od_0", "od_1", "gd_0", "gd_1"],
     )
     diagnoser = Diagnoser("rules", config=DiagnosisConfig(k=6))
     for trace, stage in (
@@ -174,7 +176,9 @@ async def test_llm_ragec_generation_and_reranking(
 
 async def test_llm_ragec_chunking_by_low_coverage() -> None:
     runner, _ = _runner(judge_reply(containment="K1: C1\nK2: NONE"))
-    d = await Diagnoser("llm", llm=runner).diagnose(_llm_trace())
+    # four candidates: a retriever deep enough for the chunks to be judged
+    trace = _llm_trace(retrieved=["od_0", "od_1", "gd_1", "gd_2"])
+    d = await Diagnoser("llm", llm=runner).diagnose(trace)
     assert d.stage is Stage.CHUNKING and d.concept_coverage == 0.5
     assert d.error_type is E.E3
 

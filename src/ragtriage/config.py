@@ -223,6 +223,13 @@ class DiagnosisConfig(_Cfg):
         "generation, however few GT chunks (those that merely touch a reference at a chunk "
         "boundary) reached it.",
     )
+    shallow_retrieval: int = Field(
+        default=3,
+        ge=0,
+        description="Extension of the stage cascade (not in RAGEC): when no GT chunk was "
+        "retrieved and the retriever returned at most this many candidates (a shallow "
+        "top_k), the stage is retrieval, before the concept-coverage test (0: off).",
+    )
     low_confidence: float = Field(
         default=0.5,
         ge=0,

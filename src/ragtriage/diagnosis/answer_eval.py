@@ -628,8 +628,8 @@ def _keypoint_in(kp: str, bag: Counter[str], text: str) -> bool:
         rest = kp
         for raw in kv.gt:
             rest = rest.replace(raw, " ")
-        if not content_tokens(rest):
-            return True
+        if not content_tokens(rest) and not extract_dates(kp):
+            return True  # (a date keypoint keeps its month words: "2021" is no "3 March 2021")
         bag = Counter(
             {t: n for t, n in bag.items() if len(t) > 1 and not any(ch.isdigit() for ch in t)}
         )

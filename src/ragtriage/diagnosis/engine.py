@@ -218,6 +218,7 @@ class Diagnoser:
             _clear_text_caches()
             # what every diagnosis imports on first use, imported once here, not per worker
             import ragtriage.critic._system  # noqa: F401
+
             # the workers inherit every object of this process (the traces above all):
             # frozen, their collections neither walk those nor copy their pages (see
             # gc.freeze); unfrozen, two workers diagnose no faster than one process

@@ -70,6 +70,7 @@ __all__ = [
     "holding_chunks",
     "stage_from_chunk_shape",
     "stage_from_coverage",
+    "stage_from_depth",
     "stage_from_flow",
     "stage_from_parts",
     "stage_from_references",
@@ -403,6 +404,20 @@ def stage_from_flow(flow: GTFlow, config: DiagnosisConfig) -> StageCall | None:
     return None
 
 
+def stage_from_depth(trace: Trace, flow: GTFlow, config: DiagnosisConfig) -> StageCall | None:
+    """Extension before step 3: no GT chunk was retrieved and the retriever returned at
+    most ``config.shallow_retrieval`` candidates -- a top_k that shallow misses evidence
+    however it is chunked, so retrieval (depth) is the first cause; else ``None``."""
+    n = len(trace.retrieved)
+    if flow.retrieved or not flow.gt_ids or not 0 < n <= config.shallow_retrieval:
+        return None
+    return StageCall(
+        Stage.RETRIEVAL,
+        f"GT chunks were not retrieved, and the retriever returned only {n} candidate(s) "
+        f"(top_k <= {config.shallow_retrieval}): too shallow to judge the chunks",
+    )
+
+
 def stage_from_coverage(
     coverage: float | None, n_concepts: int, config: DiagnosisConfig
 ) -> StageCall:
@@ -581,5 +596,6 @@ def classify_stage(
         or stage_from_parts(trace, gt_ids)
         or stage_from_flow(flow, config)
         or stage_from_chunk_shape(trace, flow, config)
+        or stage_from_depth(trace, flow, config)
     )
     return early if early is not None else stage_from_coverage(coverage, n_concepts, config)

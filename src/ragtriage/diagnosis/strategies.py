@@ -41,6 +41,7 @@ from ragtriage.diagnosis.stage import (
     gt_flow,
     stage_from_chunk_shape,
     stage_from_coverage,
+    stage_from_depth,
     stage_from_flow,
     stage_from_parts,
     stage_from_references,
@@ -215,8 +216,10 @@ async def _ragec(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribut
     if call is None:  # chunking vs retrieval: only now are the concepts needed
         cov = await env.judges.concepts.concept_coverage(trace, gt.ids)
         # extension of B.2.4 (see stage.py): the GT chunks' shape, before the coverage
-        call = stage_from_chunk_shape(trace, flow, cfg) or stage_from_coverage(
-            cov.coverage, cov.n_scored, cfg
+        call = (
+            stage_from_chunk_shape(trace, flow, cfg)
+            or stage_from_depth(trace, flow, cfg)
+            or stage_from_coverage(cov.coverage, cov.n_scored, cfg)
         )
     evidence = _gt_evidence(gt, cov)
     if call.stage is None:
