@@ -77,19 +77,20 @@ def test_low_concept_coverage_means_chunking() -> None:
 
 def test_a_shallow_retriever_that_missed_the_gt_chunks_is_retrieval() -> None:
     # three candidates, none of them the GT chunk: too shallow to blame the chunks
+    on = DiagnosisConfig(shallow_retrieval=3)
     shallow = make_trace(retrieved=["od_0", "od_1"], reranked=["od_0"], context=["od_0"])
-    call = classify_stage(shallow, ["gd_0"], 0.2, 5, CFG)
+    call = classify_stage(shallow, ["gd_0"], 0.2, 5, on)
     assert call.stage is Stage.RETRIEVAL and "only 2 candidate" in call.reason
-    # off, or a deep enough retriever: the concept coverage decides (seed 000 B.2.4)
-    off = DiagnosisConfig(shallow_retrieval=0)
-    assert classify_stage(shallow, ["gd_0"], 0.2, 5, off).stage is Stage.CHUNKING
+    # off (the default), or a deep enough retriever: the concept coverage decides (seed
+    # 000 B.2.4)
+    assert classify_stage(shallow, ["gd_0"], 0.2, 5, CFG).stage is Stage.CHUNKING
     deep = make_trace(
         other_texts=_FOUR_OTHERS,
         retrieved=["od_0", "od_1", "od_2", "od_3"],
         reranked=["od_0"],
         context=["od_0"],
     )
-    assert classify_stage(deep, ["gd_0"], 0.2, 5, CFG).stage is Stage.CHUNKING
+    assert classify_stage(deep, ["gd_0"], 0.2, 5, on).stage is Stage.CHUNKING
 
 
 def test_high_concept_coverage_means_retrieval() -> None:

@@ -224,11 +224,11 @@ class DiagnosisConfig(_Cfg):
         "boundary) reached it.",
     )
     shallow_retrieval: int = Field(
-        default=3,
+        default=0,
         ge=0,
-        description="Extension of the stage cascade (not in RAGEC): when no GT chunk was "
-        "retrieved and the retriever returned at most this many candidates (a shallow "
-        "top_k), the stage is retrieval, before the concept-coverage test (0: off).",
+        description="Extension of the stage cascade (not in RAGEC), off by default: when no "
+        "GT chunk was retrieved and the retriever returned at most this many candidates (a "
+        "shallow top_k), the stage is retrieval, before the concept-coverage test.",
     )
     low_confidence: float = Field(
         default=0.5,
