@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -551,14 +551,9 @@ def _spelled_out(acronym: str, text: str) -> bool:
     return re.search(pattern, text) is not None
 
 
-#: keypoints that are a bare yes/no or before/after: stated by an answer that opens
-#: with them ("After. …" does not state "before" by quoting its dates)
-_POLAR = frozenset(
-    {"yes", "no", "before", "after", "earlier", "later"}
-    | {"是", "否", "不是", "是的", "不", "对", "不对", "没有", "有", "之前", "之后", "更早", "更晚"}
-)
-
-
+#: bare yes/no and before/after words and their opposites: a keypoint that is one of them
+#: is stated only by an answer that opens with it ("After. …" does not state "before" by
+#: quoting its dates), and the opposite word there contradicts it
 _OPPOSITE_POLAR = {
     "yes": ("no",),
     "no": ("yes",),
@@ -578,13 +573,18 @@ _OPPOSITE_POLAR = {
     "更早": ("更晚",),
     "更晚": ("更早",),
 }
+_POLAR = frozenset(_OPPOSITE_POLAR).union(*_OPPOSITE_POLAR.values())
+
+
+def _alternation(words: Iterable[str]) -> str:
+    return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
 
 
 #: a bare polar word opening a text, then punctuation ("No, they differ", "After. …",
 #: "是的，…"): the answer's word, not a word of its first sentence ("No information …")
 _POLAR_OPENING = re.compile(
-    r"\s*(yes|no|before|after|earlier|later)(?=[\s]*[.,;:!—–-])"
-    r"|\s*(是的|不是|不对|没有|之前|之后|更早|更晚|是|否|对|有)(?=[，。,.;；:：！!])",
+    rf"\s*({_alternation(w for w in _POLAR if w.isascii())})(?=\s*[.,;:!—–-])"
+    rf"|\s*({_alternation(w for w in _POLAR if not w.isascii())})(?=[，。,.;；:：！!])",
     re.IGNORECASE,
 )
 
@@ -616,8 +616,7 @@ def _keypoint_in(kp: str, bag: Counter[str], text: str) -> bool:
     yes/no keypoint by the answer's opening word)."""
     polar = normalize(kp)
     if polar in _POLAR:
-        opening = normalize(text)
-        return opening == polar or opening.startswith(polar + " " if polar.isascii() else polar)
+        return _polar_opening(text) == polar
     kv = _values(kp, text)
     if kv.gt and kv.hit < len(kv.gt):
         return False
