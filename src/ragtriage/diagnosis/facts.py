@@ -270,7 +270,6 @@ _UNITS: dict[str, str] = {
     "gram": "g",
     "g": "g",
     "克": "g",
-    "pounds weight": "lb",
     "lbs": "lb",
     "lb": "lb",
     "ml": "ml",
@@ -921,8 +920,7 @@ _RE_PREP_YEAR = re.compile(
 #: what after a four-digit number makes it an amount, not a year ("2000 ml", "1800吨",
 #: "1999 years"): scale and unit words ("年" aside: "2019年" is a Chinese date)
 _RE_AFTER_YEAR_NOT_DATE = re.compile(
-    r"[ \t]*(?:%|percent|million|billion|thousand|yuan|dollars|元|万|亿|人|名|个|家|"
-    r"people|employees|shares|units|items|cases|tons|km|kg|"
+    r"[ \t]*(?:million|billion|thousand|万|亿|units|items|cases|"
     + _alt(w for w in _UNITS if w != "年" and w.strip())
     + ")",
     re.IGNORECASE,
