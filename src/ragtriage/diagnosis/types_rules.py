@@ -1090,7 +1090,7 @@ class _Gen:
         document D other than the ground truth's, none of whose context chunks names any
         of ``own``."""
         cm = self.ctx.chunks
-        gt_docs = {cm[i].doc_id for i in self.ctx.gt_chunk_ids if i in cm}
+        seen = {cm[i].doc_id for i in self.ctx.gt_chunk_ids if i in cm}  # and reported
         starts = [s for s, _ in self._context_ids]
         out: list[tuple[str, str]] = []
         for pos in positions:
@@ -1098,8 +1098,9 @@ class _Gen:
             if i < 0:
                 continue
             doc = cm[self._context_ids[i][1]].doc_id
-            if doc in gt_docs or any(d == f"document {doc}" for d, _ in out):
+            if doc in seen:
                 continue
+            seen.add(doc)
             texts = [cm[c].text for _, c in self._context_ids if cm[c].doc_id == doc]
             if not any(_mentions(o, t) for o in own for t in texts):
                 out.append((f"document {doc}", self.sentence_at(pos)))
