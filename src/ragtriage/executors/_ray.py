@@ -329,7 +329,7 @@ def diagnose_llm_on_ray(
     out: list[Diagnosis] = []
     with ray_session(executor) as ray, cache_actor(ray, cache_path) as actors:
         share = concurrency_share(ray, concurrency)
-        public = llm.model_copy(update={"api_key": None})  # workers read their own
+        public = keyless(llm)
         for done in ray_map(
             _llm_batch_task,
             traces,
@@ -367,6 +367,12 @@ def cache_actor(ray: Any, cache_path: str | None) -> Iterator[list[Any]]:
         for actor in actors:
             ray.get(actor.close.remote())
             ray.kill(actor)
+
+
+def keyless(llm: Any) -> Any:
+    """The endpoint's :class:`~ragtriage.config.LLMConfig` without its key, as tasks get
+    it: each worker reads its key from its own environment (``worker_runner``)."""
+    return llm.model_copy(update={"api_key": None})
 
 
 def concurrency_share(ray: Any, concurrency: int) -> int:

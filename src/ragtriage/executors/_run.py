@@ -54,6 +54,7 @@ from ragtriage.executors._ray import (
     Executor,
     cache_actor,
     concurrency_share,
+    keyless,
     ray_map,
     ray_session,
     worker_cached,
@@ -140,7 +141,7 @@ def _bundle(pipeline: Pipeline) -> dict[str, Any]:
     cfg = pipeline.config  # secrets stay here: workers read theirs from their environment
     public = cfg.model_copy(
         update={
-            "llm": cfg.llm.model_copy(update={"api_key": None}),
+            "llm": keyless(cfg.llm),
             "index": cfg.index.model_copy(update={"dsn": None}),
         }
     )
@@ -240,7 +241,7 @@ def run_examples_on_ray(
     cache_path = None
     if runner is not None:
         cfg = pipeline.config.llm
-        llm = cfg.model_copy(update={"api_key": None}).model_dump_json()
+        llm = keyless(cfg).model_dump_json()
         cache_path = runner.cache.path if runner.cache is not None else None
     with ray_session(executor) as ray, cache_actor(ray, cache_path) as actors:
         _check_reachable(ray, pipeline)
@@ -335,9 +336,7 @@ def score_traces_on_ray(
             "seed": seed,
             "selfcheck_n": selfcheck_n,
             # the endpoint without its key: workers read theirs from their environment
-            "llm": llm.model_copy(update={"api_key": None}).model_dump_json()
-            if llm is not None
-            else None,
+            "llm": keyless(llm).model_dump_json() if llm is not None else None,
         },
         sort_keys=True,
     )
