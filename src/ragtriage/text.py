@@ -499,13 +499,13 @@ class FoldedPattern:
 
     def search(self, text: str, pos: int = 0) -> re.Match[str] | None:
         low = self.lowered(text)
-        if low is not None:
-            return self._cased.search(low, pos)  # type: ignore[union-attr]
-        return self.pattern.search(text, pos)
+        return self.pattern.search(text, pos) if low is None else self.search_lowered(low, pos)
 
     def search_lowered(self, low: str, pos: int = 0) -> re.Match[str] | None:
         """Search text that :meth:`lowered` returned."""
-        return self._cased.search(low, pos)  # type: ignore[union-attr]
+        cased = self._cased
+        assert cased is not None, "lowered() gives text only for a pattern that folds"
+        return cased.search(low, pos)
 
 
 #: categories of the characters that are some character's lower case
