@@ -1306,3 +1306,26 @@ def test_reversed_chronology_leads_on_an_ordering_question() -> None:
         evidence = fired(ctx)
         assert "attached to each other's events" in evidence.get(E.E15, ""), (query, evidence)
         assert top_type(ctx) is E.E15, (query, evidence)
+
+
+def test_figures_read_against_each_others_items_are_a_misreading_first() -> None:
+    # every figure is right, each attached to the other item: E13 leads, E16 follows
+    for query, gt, answer, text in (
+        (
+            "贝某某右眼眼压入院时和6月26日复测时分别是多少？",
+            "入院时右眼32 mmHg，6月26日复测为28 mmHg。",
+            "入院时右眼眼压为28 mmHg，6月26日复测升至32 mmHg。",
+            "入院时右眼眼压32 mmHg。6月26日复测右眼眼压28 mmHg。",
+        ),
+        (
+            "What were the pressures at admission and at the follow-up on 26 June?",
+            "At admission it was 32 mmHg, and on 26 June the follow-up measured 28 mmHg.",
+            "At admission it was 28 mmHg, and on 26 June the follow-up measured 32 mmHg.",
+            "At admission the pressure was 32 mmHg. On 26 June the follow-up measured 28 mmHg.",
+        ),
+    ):
+        ctx = gen_ctx(query, answer, gt, [text])
+        evidence = fired(ctx)
+        assert "attached to each other's items" in evidence.get(E.E13, ""), (query, evidence)
+        assert E.E16 in evidence, (query, evidence)
+        assert top_type(ctx) is E.E13, (query, evidence)

@@ -45,7 +45,7 @@ __all__ = ["FactSwap", "NameSubstitution", "fact_swaps", "is_initials", "substit
 
 #: clause boundaries: sentence ends, semicolons, colons, commas, and clause conjunctions
 _CLAUSE_BOUNDARY = re.compile(
-    r"[.;!?。；！？\n]|[,:，：、](?!\d)|\b(?:and|while|whereas|but|then|after|before|until)\b"
+    r"[.;!?。；！？\n，：]|[,:、](?!\d)|\b(?:and|while|whereas|but|then|after|before|until)\b"
     r"|而|并且|随后|其后|之后|然后|但",
     re.IGNORECASE,
 )
@@ -178,8 +178,8 @@ def _spans_overlapping(starts: Sequence[int], ends: Sequence[int], s: int, e: in
 
 def _merged_clauses(text: str, blanked: str) -> list[tuple[int, int]]:
     """Clauses, a clause with no content word besides its facts (", on 9 May 2021")
-    joined to the one before it (the first to the one after) so every fact keeps an
-    event to anchor it."""
+    joined to the one before it (the first, and a label before a colon -- "2. 清新环保公司："
+    -- to the one after) so every fact keeps an event to anchor it."""
     spans = _clauses(text)
     merged: list[tuple[int, int]] = []
     pending: tuple[int, int] | None = None
@@ -189,6 +189,8 @@ def _merged_clauses(text: str, blanked: str) -> list[tuple[int, int]]:
             pending = None
         if has_content(blanked[s:e]):
             merged.append((s, e))
+        elif text[e : e + 1] in (":", "："):
+            pending = (s, e)
         elif merged:
             merged[-1] = (merged[-1][0], e)
         else:

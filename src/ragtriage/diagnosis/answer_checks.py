@@ -5,6 +5,7 @@ present but tied to each other wrongly.
 |---|---|---|
 | :func:`clauses` + keypoint proximity | a keypoint's words must co-occur in one clause, line or list item of the answer | "王建国：对头孢类过敏；李娜：对青霉素过敏" covering "王建国青霉素" from two lines |
 | :func:`direction_flips` | the answer states a ground-truth amount with the opposite direction ("增长4.4%" for "下降4.4%", "rose 3%" for "fell 3%") | a sign error read as a match |
+| :func:`opposite_terms` | the answer says the opposite word of a ground-truth term next to the same neighbour word ("左眼" for "右眼", "negative for HBsAg" for "positive for HBsAg", "出院时" for "入院时"), and never the ground truth's own | a flipped side, result or event read as a match because every other word agrees |
 | :func:`compound_durations` | "2 hours and 10 minutes" also stands for 130 minutes (and years + months) | a converted duration read as a conflict |
 | :func:`order_conflict` | an ordering question ("which came first", "按时间先后") whose answer lists the ground truth's dated events in another order | a wrong sequence with every date right |
 | :func:`slot_conflict` | an uncovered keypoint whose wording ("began in …") the answer repeats with another name or number | "began in Salt Lake City" for "began in St. Joseph" |
@@ -43,6 +44,7 @@ __all__ = [
     "direction_flips",
     "entity_value_conflict",
     "names_of",
+    "opposite_terms",
     "order_conflict",
     "slot_conflict",
 ]
@@ -621,3 +623,168 @@ def entity_value_conflict(
                 if same:
                     return EntityValueConflict(entities[who], same[0].raw, a.raw, clause)
     return None
+
+
+# -- opposite terms ---------------------------------------------------------------------
+
+#: word families with an opposite: one side's words against the other side's (EN, ZH)
+_OPPOSITES_EN: tuple[tuple[str, str], ...] = (
+    ("left", "right"),
+    ("positive", "negative"),
+    ("upper", "lower"),
+    ("above", "below"),
+    ("before prior", "after"),
+    ("north northern", "south southern"),
+    ("east eastern", "west western"),
+    ("maximum max", "minimum min"),
+    ("male", "female"),
+    ("benign", "malignant"),
+    ("acute", "chronic"),
+    (
+        "increase increased increases increasing rose rise rises risen grew grow grows",
+        "decrease decreased decreases decreasing fell fall falls fallen declined decline declines",
+    ),
+    ("higher", "lower"),
+    ("profit profits", "loss losses"),
+    ("surplus", "deficit"),
+    ("import imports imported", "export exports exported"),
+    ("inflow inflows", "outflow outflows"),
+    ("acquired bought purchased", "sold divested"),
+    ("admitted admission", "discharged discharge"),
+    ("convicted guilty", "acquitted innocent"),
+    ("approved granted accepted", "rejected denied refused"),
+    ("won", "lost"),
+    ("internal", "external"),
+    ("highest", "lowest"),
+    ("largest biggest", "smallest"),
+    ("earliest", "latest"),
+    ("oldest", "youngest"),
+    ("majority", "minority"),
+    ("present", "absent"),
+)
+_OPPOSITES_ZH: tuple[tuple[str, str], ...] = (
+    ("左", "右"),
+    ("阳性", "阴性"),
+    ("良性", "恶性"),
+    ("急性", "慢性"),
+    ("男性 男", "女性 女"),
+    ("之前 以前 术前", "之后 以后 术后"),
+    ("上半年 上旬 上午", "下半年 下旬 下午"),
+    ("增加 增长 上升 上涨 提高 升高", "减少 下降 下滑 降低 下跌"),
+    ("盈利", "亏损"),
+    ("顺差", "逆差"),
+    ("胜诉", "败诉"),
+    ("有罪", "无罪"),
+    ("最高", "最低"),
+    ("最大", "最小"),
+    ("最早", "最晚 最迟"),
+    ("高于", "低于"),
+    ("东部 以东", "西部 以西"),
+    ("南部 以南", "北部 以北"),
+    ("批准 同意 支持", "驳回 拒绝 反对"),
+    ("入院", "出院"),
+    ("进口 流入 买入", "出口 流出 卖出"),
+    ("收购", "出售"),
+)
+
+
+def _sides(pairs: tuple[tuple[str, str], ...]) -> dict[str, tuple[int, int]]:
+    """Each word of a family -> (family, side)."""
+    return {
+        w: (n, side) for n, pair in enumerate(pairs) for side in (0, 1) for w in pair[side].split()
+    }
+
+
+_SIDE_EN = _sides(_OPPOSITES_EN)
+_SIDE_ZH = _sides(_OPPOSITES_ZH)
+_EN_WORD = re.compile(r"[a-z]+|\d+")
+_ZH_TERM = re.compile("|".join(sorted(_SIDE_ZH, key=len, reverse=True)))
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+# a neighbour of a term is one of these words, which say nothing by themselves
+_ZH_NEIGHBOUR_STOP = frozenset("的了是在和与及或为对于其该这那有无不也都而并且时")
+
+#: (family, side, neighbour) of each term in a text
+_Term = tuple[int, int, str]
+
+
+def _en_terms(text: str) -> set[_Term]:
+    from ragtriage.text import STOPWORDS_EN
+
+    words = _EN_WORD.findall(text.lower())
+    out: set[_Term] = set()
+    for i, w in enumerate(words):
+        fam = _SIDE_EN.get(w)
+        if fam is None:
+            continue
+        # the nearest content word on each side, within two words
+        for step in (-1, 1):
+            for j in (i + step, i + 2 * step):
+                if not 0 <= j < len(words):
+                    break
+                n = words[j]
+                if n in _SIDE_EN:
+                    break
+                if n not in STOPWORDS_EN:
+                    out.add((*fam, f"{'<' if step < 0 else '>'}{n}"))
+                    break
+    return out
+
+
+def _zh_terms(text: str) -> set[_Term]:
+    out: set[_Term] = set()
+    for m in _ZH_TERM.finditer(text):
+        fam = _SIDE_ZH[m.group()]
+        before = text[max(0, m.start() - 2) : m.start()]
+        after1 = text[m.end() : m.end() + 1]
+        after2 = text[m.end() : m.end() + 2]
+        for tag, n in (("<", before), (">", after1), (">", after2)):
+            if (
+                n
+                and all(_CJK.match(c) for c in n)
+                and not any(c in _ZH_NEIGHBOUR_STOP for c in n)
+                and not _ZH_TERM.search(n)
+            ):
+                out.add((*fam, tag + n))
+    return out
+
+
+def _terms(text: str) -> set[_Term]:
+    terms = _en_terms(text) if _EN_WORD.search(text) else set()
+    if _CJK.search(text):
+        terms |= _zh_terms(text)
+    return terms
+
+
+def opposite_terms(ground_truth: str, answer: str) -> list[tuple[str, str]]:
+    """Terms of the ground truth that the answer states as their opposite about the same
+    thing: the opposite word next to the same neighbour word ("左眼" for "右眼", "tested
+    negative for" for "tested positive for", "出院时" for "入院时"), where the answer never
+    says the ground truth's own word next to it and the ground truth never says the
+    opposite one. Returns (ground-truth neighbour, answer family side) pairs, readable."""
+    gt_terms = _terms(ground_truth)
+    if not gt_terms:
+        return []
+    ans_terms = _terms(answer)
+    out: list[tuple[str, str]] = []
+    seen: set[tuple[bool, int]] = set()
+    for fam, side, n in sorted(gt_terms):
+        flipped = (fam, 1 - side, n)
+        zh = bool(_CJK.match(n[1]))
+        if (
+            (zh, fam) not in seen
+            and flipped in ans_terms
+            and flipped not in gt_terms
+            and (fam, side, n) not in ans_terms
+        ):
+            seen.add((zh, fam))
+            words = (_OPPOSITES_ZH if zh else _OPPOSITES_EN)[fam]
+            out.append((_label(words[side], n), _label(words[1 - side], n)))
+    return out
+
+
+def _label(family: str, neighbour: str) -> str:
+    word = family.split()[0]
+    where, n = neighbour[0], neighbour[1:]
+    if _CJK.match(n):
+        return f"{n}{word}" if where == "<" else f"{word}{n}"
+    return f"{n} {word}" if where == "<" else f"{word} {n}"

@@ -35,6 +35,7 @@ from ragtriage.diagnosis.answer_checks import (
     direction_flips,
     entity_value_conflict,
     names_of,
+    opposite_terms,
     order_conflict,
     slot_conflict,
 )
@@ -101,6 +102,11 @@ _CLAUSE_SPLIT = re.compile(
     r"[,;:，；：、]|\b(?:but|however|although|though|yet|while)\b|但是|但|然而|不过|虽然|尽管",
     re.I,
 )
+
+
+#: a decline of what lies beyond the answer given ("do not describe any other
+#: complications"): the answer stands
+_BEYOND = re.compile(r"\b(?:other|further|additional|else|more)\b|其他|其余|更多|别的", re.I)
 
 
 def _has_cue(text: str) -> bool:
@@ -782,6 +788,20 @@ def _outside(text: str, sentences: tuple[str, ...]) -> str:
     return out
 
 
+def _reviews_then_declines(view: AnswerView, gt: str) -> bool:
+    """One paragraph that reviews the documents and declines in its last sentence ("The
+    passage describes … It does not give …, so I can't answer that"): the review says
+    little of the ground truth, contradicts none of its values, and the decline is not
+    of what lies beyond an answer given ("… do not describe any other complications")."""
+    if not (view.final_from == "whole answer" and view.n_sentences >= 2 and view.last_declines):
+        return False
+    if _BEYOND.search(view.declines[-1]) or _values(gt, view.text).contradicted:
+        return False
+    truth = set(content_tokens(gt))
+    review = set(content_tokens(_outside(view.text, view.declines)))
+    return bool(truth) and len(truth & review) < 0.5 * len(truth)
+
+
 def _gt_facts_stated(example: Example, answer: str, coverage: GTCoverage) -> tuple[str, ...]:
     """The ground truth's amounts and keypoints that ``answer`` states, other than the
     ones the question itself gives, and the statements it makes. Dates do not count: a review of the documents shares
@@ -839,13 +859,15 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
     contained = _contains(na, ng)
     # a reasoning answer abstains when its conclusion declines; a plain answer when it
     # says little beyond declining (substantive wrong content is an answer, not a refusal)
-    concludes_declining = (
-        view.final_declines if view.final_from != "whole answer" else False
-    ) or is_abstention(ans, example.query)
     # a multi-part question answered for one part and declined for another (an answer
     # that declines in the end with nothing of the ground truth stated, and nothing
     # contradicting it, declined every part: an abstention)
     declined = _declined_parts(example, view)
+    concludes_declining = (
+        (view.final_declines if view.final_from != "whole answer" else False)
+        or is_abstention(ans, example.query)
+        or (not declined and _reviews_then_declines(view, gt))
+    )
     if (
         declined
         and not contained
@@ -967,6 +989,14 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             AnswerLabel.INCORRECT,
             f"states {_show(tuple(flipped))} with the opposite direction of change",
             "direction_flip",
+        )
+    opposite = opposite_terms(gt, committed)
+    if opposite:
+        return _judgement(
+            example,
+            AnswerLabel.INCORRECT,
+            f"says {opposite[0][1]!r} where the ground truth says {opposite[0][0]!r}",
+            "opposite_term",
         )
     order = order_conflict(
         example.query, gt, ans, keypoints=example.keypoints, final=answer_view(ans).final

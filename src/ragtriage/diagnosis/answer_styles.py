@@ -12,6 +12,7 @@ an answer into an :class:`AnswerView` that the rules judge reads:
 | ``final`` | the text from the last conclusion marker on; else the last paragraph of a multi-paragraph answer; else everything | a reasoning answer judged on its review of the documents, not on what it concludes |
 | ``declines`` | sentences that decline (abstention cues, EN and ZH) anywhere in the answer | abstentions stated inside long reasoning counted as answers (E9 on unanswerable questions) |
 | ``final_declines`` | the conclusion declines | a verbose abstention read as an answer |
+| ``last_declines`` | the answer's last sentence declines | a one-paragraph abstention that first reviews the documents ("The passage describes … It does not give …, so I can't answer that") read as a wrong answer |
 | ``guesses`` | the answer guesses after declining ("…but it is likely …", "可能是") | a hedged guess on an unanswerable question read as an abstention |
 
 Pure and deterministic; linear in the answer length.
@@ -276,6 +277,8 @@ class AnswerView:
     declining_clauses: tuple[str, ...]
     #: the final answer declines
     final_declines: bool
+    #: the last sentence declines
+    last_declines: bool
     #: the answer guesses after declining
     guesses: bool
     #: number of sentences in ``text``
@@ -367,6 +370,7 @@ def answer_view(answer: str) -> AnswerView:
         declines=declines,
         declining_clauses=clauses,
         final_declines=final_declines,
+        last_declines=bool(declines) and declines[-1] == sentences[-1].text,
         guesses=guesses,
         n_sentences=len(sentences),
     )

@@ -1284,7 +1284,13 @@ _ZH_SURNAMES = frozenset(
     "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁"
     "任沈姚卢姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武"
     "戴莫孔向汤欧阳司马上官诸葛"
+    # less common ones, none of them a frequent function character
+    "贝喻康蓝柳鲁关凌霍虞柴倪施牛洪左齐骆宁岳温庞易尤耿祝樊殷兰卜包季桂章阮纪俞邢滕祁翟甘车伍舒聂"
+    "褚卫蒙池乔阎郁苗焦简饶曲裴房缪符晏宫谷芦穆农边费冉巫戚麦郎苑刁丰华涂钮项祖景梅闵辛毕薄匡卓凤"
+    "詹蔺栾臧鄢邬闻艾屈狄邰仲仇吉茅阚丛鞠荆尚谈沙韶逯盖桑敖庄竺宗冀姬"
 )
+#: characters before "某某" that make no name ("一某某", "该某某")
+_ZH_MOU_STOP = frozenset("一个位名些种项次某有无此每各该本其这那")
 _ZH_ROLES = (
     "被告人",
     "被告",
@@ -1504,7 +1510,12 @@ def _entities(text: str) -> tuple[str, ...]:
         found.append((m.start() + cut, name))
 
     for m in _RE_ZH_MOU.finditer(t) if "某" in t else ():
-        if m.group(1) in _ZH_SURNAMES:
+        # "贝某某": any character before a doubled 某 names someone (anonymised
+        # records use every surname), a single 某 only after a listed surname
+        x = m.group(1)
+        if x in _ZH_SURNAMES or (
+            m.group().endswith("某某") and x not in _ZH_BOUNDARY_CHARS and x not in _ZH_MOU_STOP
+        ):
             found.append((m.start(), m.group()))
 
     for m in _RE_ZH_ROLE_NAME.finditer(t) if cjk else ():

@@ -1397,7 +1397,7 @@ def _gen_e12_parts(g: _Gen, found: _Found) -> None:
 #: answer-evaluation rules that fail an answer for stating something the ground truth
 #: contradicts (see answer_eval / answer_checks)
 _WRONG_STATEMENT_RULES = frozenset(
-    "value_conflict slot_conflict name_substituted fact_swap entity_value direction_flip "
+    "value_conflict slot_conflict name_substituted fact_swap entity_value direction_flip opposite_term "
     "choice choice_time order".split()
 )
 
@@ -1805,12 +1805,14 @@ def _gen_e16(g: _Gen, found: _Found) -> None:
     number_swaps = [sw for sw in g.swaps if sw.kind == "number"]
     if number_swaps:
         sw = number_swaps[0]
-        found.add(
-            E.E16,
-            0.7,
+        # every figure is right; they are read against the wrong items -- a misreading
+        # of the context first, a numerical error second
+        note = (
             f"the answer has the ground truth's figures {sw.first} and {sw.second} but "
-            f"attached to each other's items",
+            f"attached to each other's items"
         )
+        found.add(E.E13, 0.7, note)
+        found.add(E.E16, 0.55, note)
     topic = g.on_topic
     c_q = g.c_quants
     pool = [*c_q, *g.g_quants]
@@ -1943,6 +1945,12 @@ _ANSWER_RULE_TYPES: Mapping[str, tuple[ErrorType, float, str]] = MappingProxyTyp
             E.E16,
             0.6,
             "the answer states a ground-truth amount with the opposite direction of change",
+        ),
+        "opposite_term": (
+            E.E13,
+            0.7,
+            "the answer says the opposite of a ground-truth term about the same thing "
+            "(side, result, event)",
         ),
     }
 )

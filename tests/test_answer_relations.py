@@ -1,0 +1,187 @@
+"""Answers whose every word agrees with the ground truth but whose relations do not
+(issue #9): an opposite term about the same thing, figures or attributes exchanged
+between items, and a one-paragraph abstention that first reviews the documents.
+English and Chinese."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragtriage.config import DiagnosisConfig
+from ragtriage.diagnosis.alignment import fact_swaps
+from ragtriage.diagnosis.answer_checks import opposite_terms
+from ragtriage.diagnosis.answer_eval import evaluate_rules
+from ragtriage.diagnosis.facts import extract_entities
+from ragtriage.records import AnswerLabel, Example
+
+CFG = DiagnosisConfig()
+
+
+def judge(
+    query: str, gt: str, answer: str, keypoints: tuple[str, ...] = ()
+) -> tuple[AnswerLabel, str, str]:
+    ex = Example(example_id="x", query=query, answer=gt, keypoints=list(keypoints))
+    j = evaluate_rules(ex, answer, CFG)
+    assert j.label is not None
+    return j.label, j.reason, j.rule or ""
+
+
+# -- opposite terms ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "gt", "answer", "keypoints"),
+    [
+        (
+            "贝某某的初步诊断是什么？",
+            "右眼急性闭角型青光眼。",
+            "初步诊断为左眼急性闭角型青光眼。",
+            ("右眼急性闭角型青光眼",),
+        ),
+        ("患者的尿常规结果如何？", "尿糖阳性，酮体阳性。", "尿糖阴性，酮体阳性。", ()),
+        (
+            "What did the hepatitis test show?",
+            "She tested positive for HBsAg.",
+            "She tested negative for HBsAg.",
+            (),
+        ),
+        (
+            "Where was the tumour found?",
+            "A benign tumour in the left lung.",
+            "A benign tumour in the right lung.",
+            (),
+        ),
+        (
+            "What was measured on that day?",
+            "The blood pressure at admission was 150/90.",
+            "The blood pressure at discharge was 150/90.",
+            (),
+        ),
+    ],
+)
+def test_opposite_term_fails_the_answer(
+    query: str, gt: str, answer: str, keypoints: tuple[str, ...]
+) -> None:
+    label, reason, rule = judge(query, gt, answer, keypoints)
+    assert label is AnswerLabel.INCORRECT
+    assert rule == "opposite_term", reason
+
+
+def test_opposite_term_names_both_sides() -> None:
+    assert opposite_terms("右眼急性闭角型青光眼。", "左眼急性闭角型青光眼。")[0] == ("右眼", "左眼")
+    got = opposite_terms("She tested positive for HBsAg.", "She tested negative for HBsAg.")
+    assert got[0] == ("tested positive", "tested negative")
+
+
+@pytest.mark.parametrize(
+    ("gt", "answer"),
+    [
+        # another sense of the word, next to other words
+        ("He left the company in 2010.", "He had the right to leave the company in 2010."),
+        # the ground truth says both sides itself
+        ("The left eye is normal; the right eye has glaucoma.", "The left eye has glaucoma."),
+        # the answer also says the ground truth's own word there
+        ("右眼眼压升高。", "右眼眼压升高，左眼眼压正常。"),
+        # opposite words about different things
+        ("Revenue increased by 5%.", "Revenue increased 5 percent while costs decreased."),
+    ],
+)
+def test_no_opposite_term(gt: str, answer: str) -> None:
+    assert opposite_terms(gt, answer) == []
+
+
+# -- exchanged figures and attributes ------------------------------------------------------
+
+
+def test_anonymised_names_with_any_surname() -> None:
+    names = extract_entities("邵某某无过敏史；贝某某对青霉素过敏，一某某与该某某不是人名。")
+    assert "邵某某" in names and "贝某某" in names
+    assert not any(n.startswith(("一", "该")) for n in names)
+
+
+@pytest.mark.parametrize(
+    ("query", "gt", "answer"),
+    [
+        (
+            "贝某某右眼眼压入院时和6月26日复测时分别是多少？",
+            "入院时右眼32 mmHg，6月26日复测为28 mmHg。",
+            "入院时右眼眼压为28 mmHg，6月26日复测升至32 mmHg。",
+        ),
+        (
+            "邵某某和贝某某分别对什么药物过敏？",
+            "邵某某无过敏史；贝某某对青霉素过敏。",
+            "邵某某对青霉素过敏，贝某某没有过敏史。",
+        ),
+        (
+            "What were the pressures at admission and at the follow-up on 26 June?",
+            "At admission it was 32 mmHg, and on 26 June the follow-up measured 28 mmHg.",
+            "At admission it was 28 mmHg, and on 26 June the follow-up measured 32 mmHg.",
+        ),
+    ],
+)
+def test_exchanged_between_items_fails(query: str, gt: str, answer: str) -> None:
+    label, reason, rule = judge(query, gt, answer)
+    assert label is AnswerLabel.INCORRECT
+    assert rule == "fact_swap", reason
+
+
+def test_a_label_before_a_colon_anchors_the_clause_after_it() -> None:
+    gt = (
+        "完成了对绿能科技股份有限公司的股权收购，获得45%的股权；"
+        "并于2017年10月完成了对清新环保公司的资产收购，总价值3.5亿元。"
+    )
+    answer = (
+        "收购包括：\n\n1. 绿能科技股份有限公司：股权收购，获得45%的股权；\n"
+        "2. 清新环保公司：2017年10月完成资产收购，总价值3.5亿元。"
+    )
+    assert fact_swaps(gt, answer) == ()
+
+
+# -- a review of the documents, then a decline ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "gt", "answer"),
+    [
+        (
+            "On how many days a year does the temperature fall below freezing in Alabama?",
+            "On an average of 35 days each year.",
+            "The passage describes Alabama's mild winters and lists average January lows for "
+            "Mobile and Huntsville. It does not, however, give the number of days per year "
+            "below freezing, so I can't answer that from the provided text.",
+        ),
+        (
+            "该公司2021年的研发投入是多少？",
+            "研发投入为3.2亿元。",
+            "文档介绍了该公司的主营业务、董事会构成和2021年的重大资产重组。"
+            "文档中没有提供研发投入的具体数据，因此无法回答。",
+        ),
+    ],
+)
+def test_review_then_decline_is_abstention(query: str, gt: str, answer: str) -> None:
+    label, reason, _ = judge(query, gt, answer)
+    assert label is AnswerLabel.ABSTAIN, reason
+
+
+@pytest.mark.parametrize(
+    ("query", "gt", "answer"),
+    [
+        (
+            # it answers, then declines only what lies beyond its answer
+            "What complications followed the operation?",
+            "Her haemoglobin fell and she needed a transfusion on 5 June.",
+            "The stay was complicated by a wound infection treated with antibiotics. The "
+            "record does not describe any other complications.",
+        ),
+        (
+            # a wrong value on the way is an answer, not a review
+            "In which year was the company founded?",
+            "It was founded in 1990.",
+            "The company was founded in 1985 by two engineers. The documents do not say "
+            "where its first office was.",
+        ),
+    ],
+)
+def test_answer_then_decline_is_not_abstention(query: str, gt: str, answer: str) -> None:
+    label, reason, _ = judge(query, gt, answer)
+    assert label is not AnswerLabel.ABSTAIN, reason
