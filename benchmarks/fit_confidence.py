@@ -12,6 +12,17 @@ the inverse regularisation strength). A group whose dev cases are all right or a
 wrong keeps the current table's parameters. Prints the ECE and Brier score on dev and
 on test before (current table) and after (fitted table); ``--write`` replaces the
 table shipped in the package, ``--out`` writes it elsewhere.
+
+``--blind`` also fits on the *first-contact* diagnoses: the ones each blind part got from
+the code of its day, before anyone read its misses (``<part>/blind_diagnoses.jsonl``, see
+the set's README), next to the current diagnoses of every label (all splits) of the
+parts given. Diagnoses of development text are right more often than those of text the
+rules never saw, so a table fitted on them alone is overconfident on new text; the
+first-contact diagnoses are the one sample of the judge meeting unseen text (and the
+current judge, better than the judge of each part's day, falls between the two). It
+prints the leave-one-part-out reliability over the blind parts (each scored by a table
+fitted without that part: the estimate for unseen text) and the reliability of the
+current diagnoses under the current and the fitted table.
 """
 
 from __future__ import annotations
@@ -44,6 +55,7 @@ from ragtriage.diagnosis.confidence import (  # noqa: E402
 from ragtriage.diagnosis.engine import JUDGES, Diagnoser, Judge  # noqa: E402
 from ragtriage.diagnosis.strategies import STRATEGIES, Strategy  # noqa: E402
 from ragtriage.errors import RagtriageError  # noqa: E402
+from ragtriage.jsonl import read_records  # noqa: E402
 from ragtriage.metrics.calibration import Reliability, reliability  # noqa: E402
 from ragtriage.records import Diagnosis, Trace  # noqa: E402
 from realstyle import DEFAULT_ROOT, Part, diagnose_parts, load_parts  # noqa: E402
@@ -109,6 +121,51 @@ def scored(cases: Sequence[Case], config: DiagnosisConfig, table: ConfidenceTabl
     return reliability(confs, right)
 
 
+BLIND_FILE = "blind_diagnoses.jsonl"
+
+
+def blind_cases(root: Path, names: Sequence[str]) -> dict[str, list[Case]]:
+    """Each blind part's first-contact diagnoses (``BLIND_FILE``) with its traces and
+    labels, by part."""
+    out: dict[str, list[Case]] = {}
+    for part in load_parts(root, names):
+        path = root / part.name / BLIND_FILE
+        if not path.is_file():
+            continue
+        found = list(read_records(path, Diagnosis))
+        out[part.name] = cases_of([part], [found])
+    return out
+
+
+def leave_one_part_out(
+    by_part: dict[str, list[Case]],
+    config: DiagnosisConfig,
+    base: ConfidenceTable,
+    c: float,
+    also: dict[str, list[Case]] | None = None,
+) -> Reliability:
+    """Each part of ``by_part`` scored by a table fitted on the other parts (and on the
+    cases of ``also``, that part's own left out)."""
+    confs: list[float | None] = []
+    right: list[bool] = []
+    extra = also or {}
+    for held in by_part:
+        train = [
+            x
+            for group in (by_part, extra)
+            for name, cases in group.items()
+            if name != held
+            for x in cases
+        ]
+        table, _ = fit_table(train, config, base, c=c)
+        for d, trace, labs in by_part[held]:
+            ok = diagnosis_correct(d, labs)
+            if ok is not None:
+                confs.append(with_confidence(d, trace, config, table).confidence)
+                right.append(ok)
+    return reliability(confs, right)
+
+
 def _fmt(r: Reliability) -> str:
     if r.ece is None:
         return f"ECE n/a ({r.reason})"
@@ -129,7 +186,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--c", type=float, default=1.0, help="Inverse L2 strength.")
     ap.add_argument("--out", type=Path, default=None, help="Write the fitted table here.")
     ap.add_argument("--write", action="store_true", help=f"Replace the shipped {TABLE_FILE}.")
+    ap.add_argument(
+        "--blind", action="store_true", help=f"Fit on the blind parts' {BLIND_FILE} (see above)."
+    )
     args = ap.parse_args(argv)
+    if args.blind:
+        return _fit_blind(args)
     runner = None
     try:
         dev = load_parts(args.root, args.part, "dev")
@@ -158,10 +220,48 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, table in (("before", current), ("after ", fitted)):
         print(f"{name} dev:  {_fmt(scored(dev_cases, cfg.diagnosis, table))}")
         print(f"{name} test: {_fmt(scored(test_cases, cfg.diagnosis, table))}")
+    _save(args, fitted)
+    return 0
+
+
+def _save(args: argparse.Namespace, table: ConfidenceTable) -> None:
+    """Write ``table`` where ``--write`` / ``--out`` say (nowhere without them)."""
     target = PACKAGE_TABLE if args.write else args.out
     if target is not None:
-        target.write_text(json.dumps(fitted.to_dict(), indent=2) + "\n", encoding="utf-8")
+        target.write_text(json.dumps(table.to_dict(), indent=2) + "\n", encoding="utf-8")
         print(f"wrote {target}")
+
+
+def _fit_blind(args: argparse.Namespace) -> int:
+    try:
+        cfg = load_config(args.config)
+        by_part = blind_cases(args.root, args.part)
+        if len(by_part) < 2:
+            print(f"error: need two parts with {BLIND_FILE} under {args.root}", file=sys.stderr)
+            return 2
+        dev = load_parts(args.root, args.part)
+    except RagtriageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    diagnoser = Diagnoser("rules", cast(Strategy, args.strategy), cfg.diagnosis)
+    found = diagnose_parts(dev, diagnoser, workers=args.workers)
+    by_dev = {part.name: cases_of([part], [f]) for part, f in zip(dev, found, strict=True)}
+    dev_cases = [x for cases in by_dev.values() for x in cases]
+    current = default_table()
+    blind = [x for cases in by_part.values() for x in cases]
+    fitted, _ = fit_table(blind + dev_cases, cfg.diagnosis, current, c=args.c)
+    fitted = ConfidenceTable(
+        fitted.groups,
+        source=f"fit on {len(blind)} first-contact diagnoses of {len(by_part)} blind parts "
+        f"and {len(dev_cases)} current diagnoses of {len(by_dev)} parts (C={args.c:g})",
+    )
+    print(f"blind parts: {', '.join(f'{n} ({len(c)})' for n, c in by_part.items())}")
+    print(f"current table, blind:         {_fmt(scored(blind, cfg.diagnosis, current))}")
+    lopo = leave_one_part_out(by_part, cfg.diagnosis, current, args.c, also=by_dev)
+    print(f"leave-one-part-out, blind:    {_fmt(lopo)}")
+    print(f"current table, development:   {_fmt(scored(dev_cases, cfg.diagnosis, current))}")
+    print(f"fitted table, development:    {_fmt(scored(dev_cases, cfg.diagnosis, fitted))}")
+    _save(args, fitted)
     return 0
 
 

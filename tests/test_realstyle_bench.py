@@ -20,15 +20,18 @@ ROOT = Path(__file__).resolve().parents[1]
 REF = ["Acme Corp was founded in 1999"]
 
 
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "realstyle_bench", ROOT / "benchmarks" / "realstyle.py"
-    )
+def _script(module: str, file: str) -> ModuleType:
+    """A benchmark script loaded as ``module``."""
+    spec = importlib.util.spec_from_file_location(module, ROOT / "benchmarks" / file)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+def _bench() -> ModuleType:
+    return _script("realstyle_bench", "realstyle.py")
 
 
 def _with_style(trace: Trace, style: str) -> Trace:
@@ -143,3 +146,43 @@ def test_llm_judge_against_the_local_server(
     monkeypatch.delenv("RAGTRIAGE_LLM_BASE_URL")
     assert bench.main(args) == 2
     assert "RAGTRIAGE_LLM_BASE_URL" in capsys.readouterr().err
+
+
+def _fit_script() -> ModuleType:
+    _bench()
+    return _script("fit_confidence_bench", "fit_confidence.py")
+
+
+def test_fit_confidence_on_first_contact_diagnoses(tmp_path: Path) -> None:
+    """--blind: each part's stored first-contact diagnoses are paired with its labels,
+    scored leave-one-part-out, and fitted together with the current diagnoses."""
+    import asyncio
+
+    from ragtriage.diagnosis import Diagnoser
+    from ragtriage.diagnosis.confidence import ConfidenceTable
+
+    fit = _fit_script()
+    bench = sys.modules["realstyle_bench"]
+    names = ["p1", "p2"]
+    for name in names:
+        part = _part(tmp_path, name)
+        traces = [Trace.model_validate_json(x) for x in (part / "traces.jsonl").open()]
+        found = asyncio.run(Diagnoser("rules", "ragec").diagnose_many(traces))
+        write_jsonl(part / fit.BLIND_FILE, found)
+    by_part = fit.blind_cases(tmp_path, names)
+    assert sorted(by_part) == names and all(len(c) == 3 for c in by_part.values())
+    parts = bench.load_parts(tmp_path, names)
+    assert [c[0].example_id for c in by_part["p1"]] == [
+        t.example.example_id for t in parts[0].traces
+    ]
+    out = tmp_path / "table.json"
+    argv = ["--blind", "--root", str(tmp_path), "--c", "0.5", "--out", str(out)]
+    for name in names:
+        argv += ["--part", name]
+    assert fit.main(argv) == 0
+    table = ConfidenceTable.load(out)
+    assert "first-contact diagnoses of 2 blind parts" in table.source
+    assert "6 current diagnoses of 2 parts" in table.source
+    # one part without stored diagnoses is not enough to fit on
+    (tmp_path / "p2" / fit.BLIND_FILE).unlink()
+    assert fit.main(argv) == 2

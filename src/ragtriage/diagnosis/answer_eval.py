@@ -998,9 +998,7 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             f"says {opposite[0][1]!r} where the ground truth says {opposite[0][0]!r}",
             "opposite_term",
         )
-    order = order_conflict(
-        example.query, gt, ans, keypoints=example.keypoints, final=answer_view(ans).final
-    )
+    order = order_conflict(example.query, gt, ans, keypoints=example.keypoints, final=view.final)
     if order is not None:
         return _judgement(example, AnswerLabel.INCORRECT, order, "order")
     choice = choice_conflict(example.query, gt, committed)
