@@ -67,6 +67,18 @@ def test_opposite_term_fails_the_answer(
     assert rule == "opposite_term", reason
 
 
+@pytest.mark.parametrize(
+    ("gt", "answer"),
+    [
+        ("The meeting was held before the merger.", "The meeting was held after the merger."),
+        ("A公司利润高于B公司。", "A公司利润低于B公司。"),
+        ("手术于入院之前完成。", "手术于入院之后完成。"),
+    ],
+)
+def test_a_relation_flipped_between_the_same_two_things(gt: str, answer: str) -> None:
+    assert opposite_terms(gt, answer)
+
+
 def test_opposite_term_names_both_sides() -> None:
     assert opposite_terms("右眼急性闭角型青光眼。", "左眼急性闭角型青光眼。")[0] == ("右眼", "左眼")
     got = opposite_terms("She tested positive for HBsAg.", "She tested negative for HBsAg.")
@@ -84,6 +96,13 @@ def test_opposite_term_names_both_sides() -> None:
         ("右眼眼压升高。", "右眼眼压升高，左眼眼压正常。"),
         # opposite words about different things
         ("Revenue increased by 5%.", "Revenue increased 5 percent while costs decreased."),
+        # a family the ground truth states on both sides: the answer reorders, not flips
+        ("患者入院后第3天出院。", "患者出院时间为入院后第3天。"),
+        ("上半年营收增长，下半年下降。", "下半年营收下降，上半年增长。"),
+        # a relation stated from its other end is the same relation
+        ("Sales were higher in Q2 than Q1.", "Q1 sales were lower than Q2."),
+        ("A公司利润高于B公司。", "B公司利润低于A公司。"),
+        ("The pharynx is above the esophagus.", "The esophagus is below the pharynx."),
     ],
 )
 def test_no_opposite_term(gt: str, answer: str) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import pairwise
 
 from ragtriage.diagnosis.answer_styles import declining_sentence
@@ -707,6 +708,18 @@ _ZH_NEIGHBOUR_STOP = frozenset("的了是在和与及或为对于其该这那有
 _Term = tuple[int, int, str]
 
 
+#: families that relate two things ("A above B" is "B below A"): a term of one is tied
+#: to both its neighbours at once, and "than" ends the search for the second
+_RELATIONAL_EN = frozenset(
+    n for n, pair in enumerate(_OPPOSITES_EN) if pair[0].split()[0] in ("above", "before", "higher")
+)
+_RELATIONAL_ZH = frozenset(
+    n for n, pair in enumerate(_OPPOSITES_ZH) if pair[0].split()[0] in ("之前", "高于")
+)
+_EN_BARRIERS = frozenset(["than"])
+_WORDS_ONLY = re.compile(r"\w+\Z")
+
+
 def _en_terms(text: str) -> set[_Term]:
     from ragtriage.text import STOPWORDS_EN
 
@@ -717,16 +730,22 @@ def _en_terms(text: str) -> set[_Term]:
         if fam is None:
             continue
         # the nearest content word on each side, within two words
+        sides: list[str] = []
         for step in (-1, 1):
             for j in (i + step, i + 2 * step):
                 if not 0 <= j < len(words):
                     break
                 n = words[j]
-                if n in _SIDE_EN:
+                if n in _SIDE_EN or n in _EN_BARRIERS:
                     break
                 if n not in STOPWORDS_EN:
-                    out.add((*fam, f"{'<' if step < 0 else '>'}{n}"))
+                    sides.append(f"{'<' if step < 0 else '>'}{n}")
                     break
+        if fam[0] in _RELATIONAL_EN:
+            if len(sides) == 2:
+                out.add((*fam, "".join(sides)))
+        else:
+            out.update((*fam, n) for n in sides)
     return out
 
 
@@ -737,14 +756,21 @@ def _zh_terms(text: str) -> set[_Term]:
         before = text[max(0, m.start() - 2) : m.start()]
         after1 = text[m.end() : m.end() + 1]
         after2 = text[m.end() : m.end() + 2]
-        for tag, n in (("<", before), (">", after1), (">", after2)):
-            if (
-                n
-                and all(_CJK.match(c) for c in n)
-                and not any(c in _ZH_NEIGHBOUR_STOP for c in n)
-                and not _ZH_TERM.search(n)
-            ):
-                out.add((*fam, tag + n))
+        sides = [
+            tag + n
+            for tag, n in (("<", before), (">", after1), (">", after2))
+            if n
+            and all(_CJK.match(c) for c in n)
+            and not any(c in _ZH_NEIGHBOUR_STOP for c in n)
+            and not _ZH_TERM.search(n)
+        ]
+        if fam[0] in _RELATIONAL_ZH:
+            # both compared things, whatever their script ("A公司利润高于B公司")
+            after = text[m.end() : m.end() + 2]
+            if before.strip() and after.strip() and _WORDS_ONLY.match(before + after):
+                out.add((*fam, f"<{before}>{after}"))
+        else:
+            out.update((*fam, n) for n in sides)
     return out
 
 
@@ -767,11 +793,19 @@ def opposite_terms(ground_truth: str, answer: str) -> list[tuple[str, str]]:
     ans_terms = _terms(answer)
     out: list[tuple[str, str]] = []
     seen: set[tuple[bool, int]] = set()
+    # a family the ground truth states on both sides ("入院后第3天出院", "上半年增长，
+    # 下半年下降") is not one the answer can flip
+    both = {
+        (zh, fam)
+        for zh, fam, side in _said(ground_truth)
+        if (zh, fam, 1 - side) in _said(ground_truth)
+    }
     for fam, side, n in sorted(gt_terms):
         flipped = (fam, 1 - side, n)
         zh = bool(_CJK.match(n[1]))
         if (
-            (zh, fam) not in seen
+            (zh, fam) not in both
+            and (zh, fam) not in seen
             and flipped in ans_terms
             and flipped not in gt_terms
             and (fam, side, n) not in ans_terms
@@ -782,9 +816,20 @@ def opposite_terms(ground_truth: str, answer: str) -> list[tuple[str, str]]:
     return out
 
 
+@lru_cache(maxsize=256)
+def _said(text: str) -> frozenset[tuple[bool, int, int]]:
+    """(Chinese, family, side) of every term of ``text``, whatever stands next to it."""
+    out = {(False, *_SIDE_EN[w]) for w in _EN_WORD.findall(text.lower()) if w in _SIDE_EN}
+    if _CJK.search(text):
+        out |= {(True, *_SIDE_ZH[m.group()]) for m in _ZH_TERM.finditer(text)}
+    return frozenset(out)
+
+
 def _label(family: str, neighbour: str) -> str:
     word = family.split()[0]
     where, n = neighbour[0], neighbour[1:]
-    if _CJK.match(n):
-        return f"{n}{word}" if where == "<" else f"{word}{n}"
-    return f"{n} {word}" if where == "<" else f"{word} {n}"
+    gap = "" if _CJK.search(neighbour) else " "
+    if where == "<" and ">" in n:  # both neighbours of a relation
+        before, after = n.split(">", 1)
+        return f"{before}{gap}{word}{gap}{after}"
+    return f"{n}{gap}{word}" if where == "<" else f"{word}{gap}{n}"
