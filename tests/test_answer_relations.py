@@ -204,3 +204,28 @@ def test_review_then_decline_is_abstention(query: str, gt: str, answer: str) -> 
 def test_answer_then_decline_is_not_abstention(query: str, gt: str, answer: str) -> None:
     label, reason, _ = judge(query, gt, answer)
     assert label is not AnswerLabel.ABSTAIN, reason
+
+
+@pytest.mark.parametrize(
+    ("query", "gt", "answer"),
+    [
+        (
+            "What sentence did the defendant receive?",
+            "The defendant was sentenced to five years in prison.",
+            "He received a five-year prison term for the offence. The judgment does not "
+            "mention whether he appealed.",
+        ),
+        (
+            "被告人被判处什么刑罚？",
+            "被告人被判处有期徒刑五年。",
+            "法院判决其服刑五年，刑期自判决执行之日起计算。判决书未提及其是否提起上诉。",
+        ),
+    ],
+)
+def test_a_side_matter_declined_after_an_answer_is_no_abstention(
+    query: str, gt: str, answer: str
+) -> None:
+    # the decline names none of the question's words: it is not read as declining it
+    label, reason, rule = judge(query, gt, answer)
+    assert label is not AnswerLabel.ABSTAIN, reason
+    assert rule not in ("abstain", "partial_abstention"), reason

@@ -109,6 +109,13 @@ _CLAUSE_SPLIT = re.compile(
 _BEYOND = re.compile(r"\b(?:other|further|additional|else|more)\b|其他|其余|更多|别的", re.I)
 
 
+#: a refusal of the whole question ("so I can't answer that", "因此无法回答")
+_REFUSES = re.compile(
+    r"\b(?:can\s*not|can't|unable\s+to|not\s+able\s+to)\s+(?:\w+\s+)?answer\b|无法回答|不能回答|无法作答",
+    re.I,
+)
+
+
 def _has_cue(text: str) -> bool:
     """Whether ``text`` holds a declining phrase (the one list, answer_styles)."""
     return declining_sentence(text)
@@ -788,14 +795,22 @@ def _outside(text: str, sentences: tuple[str, ...]) -> str:
     return out
 
 
-def _reviews_then_declines(view: AnswerView, gt: str) -> bool:
+def _reviews_then_declines(view: AnswerView, gt: str, query: str) -> bool:
     """One paragraph that reviews the documents and declines in its last sentence ("The
-    passage describes … It does not give …, so I can't answer that"): the review says
-    little of the ground truth, contradicts none of its values, and the decline is not
-    of what lies beyond an answer given ("… do not describe any other complications")."""
+    passage describes … It does not give …, so I can't answer that"): the decline is of
+    the question (it refuses to answer, or names a third of the question's words), not
+    of what lies beyond an answer given ("… do not describe any other complications") or
+    of a side matter ("… does not say whether he appealed"); the review says little of
+    the ground truth and contradicts none of its values."""
     if not (view.final_from == "whole answer" and view.n_sentences >= 2 and view.last_declines):
         return False
-    if _BEYOND.search(view.declines[-1]) or _values(gt, view.text).contradicted:
+    last = view.declines[-1]
+    if _BEYOND.search(last) or _values(gt, view.text).contradicted:
+        return False
+    asked = set(content_tokens(query))
+    if not _REFUSES.search(last) and (
+        not asked or 3 * len(asked & set(content_tokens(last))) < len(asked)
+    ):
         return False
     truth = set(content_tokens(gt))
     review = set(content_tokens(_outside(view.text, view.declines)))
@@ -866,7 +881,7 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
     concludes_declining = (
         (view.final_declines if view.final_from != "whole answer" else False)
         or is_abstention(ans, example.query)
-        or (not declined and _reviews_then_declines(view, gt))
+        or (not declined and _reviews_then_declines(view, gt, example.query))
     )
     if (
         declined
