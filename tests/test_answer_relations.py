@@ -9,7 +9,7 @@ import pytest
 
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis.alignment import fact_swaps
-from ragtriage.diagnosis.answer_checks import opposite_terms
+from ragtriage.diagnosis.answer_checks import numeral_conflict, opposite_terms
 from ragtriage.diagnosis.answer_eval import evaluate_rules
 from ragtriage.diagnosis.facts import extract_entities
 from ragtriage.records import AnswerLabel, Example
@@ -73,9 +73,20 @@ def test_opposite_term_fails_the_answer(
         ("The meeting was held before the merger.", "The meeting was held after the merger."),
         ("A公司利润高于B公司。", "A公司利润低于B公司。"),
         ("手术于入院之前完成。", "手术于入院之后完成。"),
+        # the ground truth says both sides, the answer moves the finding to the other one
+        ("The left eye is normal; the right eye has glaucoma.", "The left eye has glaucoma."),
+        # three values: up, down, normal
+        (
+            "白细胞计数正常，红细胞及血红蛋白水平降低。",
+            "白细胞计数升高，提示存在感染，血红蛋白水平正常。",
+        ),
+        (
+            "White cell count was normal and haemoglobin was reduced.",
+            "The white cell count was elevated; haemoglobin was normal.",
+        ),
     ],
 )
-def test_a_relation_flipped_between_the_same_two_things(gt: str, answer: str) -> None:
+def test_a_value_changed_for_the_same_thing(gt: str, answer: str) -> None:
     assert opposite_terms(gt, answer)
 
 
@@ -90,8 +101,6 @@ def test_opposite_term_names_both_sides() -> None:
     [
         # another sense of the word, next to other words
         ("He left the company in 2010.", "He had the right to leave the company in 2010."),
-        # the ground truth says both sides itself
-        ("The left eye is normal; the right eye has glaucoma.", "The left eye has glaucoma."),
         # the answer also says the ground truth's own word there
         ("右眼眼压升高。", "右眼眼压升高，左眼眼压正常。"),
         # opposite words about different things
@@ -229,3 +238,42 @@ def test_a_side_matter_declined_after_an_answer_is_no_abstention(
     label, reason, rule = judge(query, gt, answer)
     assert label is not AnswerLabel.ABSTAIN, reason
     assert rule not in ("abstain", "partial_abstention"), reason
+
+
+# -- grades in Roman numerals ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "gt", "answer"),
+    [
+        ("于某某的甲状腺肿大为几度？", "甲状腺II度肿大。", "于某某甲状腺III度肿大，触痛明显。"),
+        (
+            "What stage was the cancer?",
+            "Stage IIIA non-small cell lung cancer.",
+            "It was stage IV lung cancer.",
+        ),
+        (
+            "How severe was the heart failure?",
+            "NYHA class III heart failure.",
+            "NYHA class II heart failure.",
+        ),
+    ],
+)
+def test_another_grade_fails_the_answer(query: str, gt: str, answer: str) -> None:
+    label, reason, rule = judge(query, gt, answer)
+    assert label is AnswerLabel.INCORRECT
+    assert rule == "numeral_conflict", reason
+
+
+@pytest.mark.parametrize(
+    ("gt", "answer"),
+    [
+        ("Stage IIIA lung cancer.", "The cancer was stage IIIA."),
+        ("甲状腺II度肿大。", "甲状腺II度肿大，无触痛。"),
+        # no grading word next to it
+        ("World War II ended in 1945.", "World War I ended in 1918."),
+        ("I think it was a type of tumour.", "It was a benign tumour."),
+    ],
+)
+def test_no_numeral_conflict(gt: str, answer: str) -> None:
+    assert numeral_conflict(gt, answer) is None

@@ -1329,3 +1329,25 @@ def test_figures_read_against_each_others_items_are_a_misreading_first() -> None
         assert "attached to each other's items" in evidence.get(E.E13, ""), (query, evidence)
         assert E.E16 in evidence, (query, evidence)
         assert top_type(ctx) is E.E13, (query, evidence)
+
+
+def test_a_wrong_pick_between_the_questions_options_is_not_another_aspect() -> None:
+    # the answer takes up the question's comparison and gets it backwards: E15, not E14
+    query = "Which came first at CleanCo in 2018: the debt restructuring or the dividend?"
+    gt = "The debt restructuring (February 2018) came before the dividend (December 2018)."
+    answer = (
+        "The dividend came first: CleanCo paid $2 million of dividends to its shareholders, "
+        "and only afterwards did it restructure its debt, reducing liabilities by $5 million."
+    )
+    text = [
+        "In February 2018 CleanCo restructured its debt, reducing liabilities by $5 million.",
+        "In December 2018 CleanCo paid $2 million of dividends to its shareholders.",
+    ]
+    base = gen_ctx(query, answer, gt, text)
+    ctx = dataclasses.replace(base, answer_rule="choice_time")
+    evidence = fired(ctx)
+    assert "the wrong way" in evidence[E.E14], evidence
+    assert top_type(ctx) is E.E15, evidence
+    scores = {e.error_type: e.score for e in rule_type_evidence(base)}
+    damped = {e.error_type: e.score for e in rule_type_evidence(ctx)}
+    assert damped[E.E14] < scores[E.E14]

@@ -6,6 +6,7 @@ present but tied to each other wrongly.
 | :func:`clauses` + keypoint proximity | a keypoint's words must co-occur in one clause, line or list item of the answer | "王建国：对头孢类过敏；李娜：对青霉素过敏" covering "王建国青霉素" from two lines |
 | :func:`direction_flips` | the answer states a ground-truth amount with the opposite direction ("增长4.4%" for "下降4.4%", "rose 3%" for "fell 3%") | a sign error read as a match |
 | :func:`opposite_terms` | the answer says the opposite word of a ground-truth term next to the same neighbour word ("左眼" for "右眼", "negative for HBsAg" for "positive for HBsAg", "出院时" for "入院时"), and never the ground truth's own | a flipped side, result or event read as a match because every other word agrees |
+| :func:`numeral_conflict` | a grade or stage in Roman numerals ("II度", "stage IIIA", "NYHA class III") that the answer gives another numeral in the same place | "III度" for "II度" judged correct: Roman numerals are no numbers to the value checks |
 | :func:`compound_durations` | "2 hours and 10 minutes" also stands for 130 minutes (and years + months) | a converted duration read as a conflict |
 | :func:`order_conflict` | an ordering question ("which came first", "按时间先后") whose answer lists the ground truth's dated events in another order | a wrong sequence with every date right |
 | :func:`slot_conflict` | an uncovered keypoint whose wording ("began in …") the answer repeats with another name or number | "began in Salt Lake City" for "began in St. Joseph" |
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
+from typing import NamedTuple
 
 from ragtriage.diagnosis.answer_styles import declining_sentence
 from ragtriage.diagnosis.facts import (
@@ -45,6 +47,7 @@ __all__ = [
     "direction_flips",
     "entity_value_conflict",
     "names_of",
+    "numeral_conflict",
     "opposite_terms",
     "order_conflict",
     "slot_conflict",
@@ -628,8 +631,10 @@ def entity_value_conflict(
 
 # -- opposite terms ---------------------------------------------------------------------
 
-#: word families with an opposite: one side's words against the other side's (EN, ZH)
-_OPPOSITES_EN: tuple[tuple[str, str], ...] = (
+#: word families whose values exclude each other: each family lists its values, each
+#: value its words (EN, ZH). Two values for sides, results, events, extremes; three for
+#: a measurement that is up, down or normal.
+_OPPOSITES_EN: tuple[tuple[str, ...], ...] = (
     ("left", "right"),
     ("positive", "negative"),
     ("upper", "lower"),
@@ -642,8 +647,10 @@ _OPPOSITES_EN: tuple[tuple[str, str], ...] = (
     ("benign", "malignant"),
     ("acute", "chronic"),
     (
-        "increase increased increases increasing rose rise rises risen grew grow grows",
-        "decrease decreased decreases decreasing fell fall falls fallen declined decline declines",
+        "increase increased increases increasing rose rise rises risen grew grow grows elevated",
+        "decrease decreased decreases decreasing fell fall falls fallen declined decline declines "
+        "reduced",
+        "normal",
     ),
     ("higher", "lower"),
     ("profit profits", "loss losses"),
@@ -663,7 +670,7 @@ _OPPOSITES_EN: tuple[tuple[str, str], ...] = (
     ("majority", "minority"),
     ("present", "absent"),
 )
-_OPPOSITES_ZH: tuple[tuple[str, str], ...] = (
+_OPPOSITES_ZH: tuple[tuple[str, ...], ...] = (
     ("左", "右"),
     ("阳性", "阴性"),
     ("良性", "恶性"),
@@ -671,7 +678,11 @@ _OPPOSITES_ZH: tuple[tuple[str, str], ...] = (
     ("男性 男", "女性 女"),
     ("之前 以前 术前", "之后 以后 术后"),
     ("上半年 上旬 上午", "下半年 下旬 下午"),
-    ("增加 增长 上升 上涨 提高 升高", "减少 下降 下滑 降低 下跌"),
+    (
+        "增加 增长 上升 上涨 提高 升高 增高 偏高",
+        "减少 下降 下滑 降低 下跌 减低 偏低",
+        "正常",
+    ),
     ("盈利", "亏损"),
     ("顺差", "逆差"),
     ("胜诉", "败诉"),
@@ -689,35 +700,47 @@ _OPPOSITES_ZH: tuple[tuple[str, str], ...] = (
 )
 
 
-def _sides(pairs: tuple[tuple[str, str], ...]) -> dict[str, tuple[int, int]]:
-    """Each word of a family -> (family, side)."""
+def _values_of(families: tuple[tuple[str, ...], ...]) -> dict[str, tuple[int, int]]:
+    """Each word of a family -> (family, value)."""
     return {
-        w: (n, side) for n, pair in enumerate(pairs) for side in (0, 1) for w in pair[side].split()
+        w: (n, value)
+        for n, family in enumerate(families)
+        for value, words in enumerate(family)
+        for w in words.split()
     }
 
 
-_SIDE_EN = _sides(_OPPOSITES_EN)
-_SIDE_ZH = _sides(_OPPOSITES_ZH)
+_VALUE_EN = _values_of(_OPPOSITES_EN)
+_VALUE_ZH = _values_of(_OPPOSITES_ZH)
 _EN_WORD = re.compile(r"[a-z]+|\d+")
-_ZH_TERM = re.compile("|".join(sorted(_SIDE_ZH, key=len, reverse=True)))
+_ZH_TERM = re.compile("|".join(sorted(_VALUE_ZH, key=len, reverse=True)))
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 # a neighbour of a term is one of these words, which say nothing by themselves
 _ZH_NEIGHBOUR_STOP = frozenset("的了是在和与及或为对于其该这那有无不也都而并且时")
 
-#: (family, side, neighbour) of each term in a text
-_Term = tuple[int, int, str]
-
-
 #: families that relate two things ("A above B" is "B below A"): a term of one is tied
 #: to both its neighbours at once, and "than" ends the search for the second
 _RELATIONAL_EN = frozenset(
-    n for n, pair in enumerate(_OPPOSITES_EN) if pair[0].split()[0] in ("above", "before", "higher")
+    n
+    for n, family in enumerate(_OPPOSITES_EN)
+    if family[0].split()[0] in ("above", "before", "higher")
 )
 _RELATIONAL_ZH = frozenset(
-    n for n, pair in enumerate(_OPPOSITES_ZH) if pair[0].split()[0] in ("之前", "高于")
+    n for n, family in enumerate(_OPPOSITES_ZH) if family[0].split()[0] in ("之前", "高于")
 )
 _EN_BARRIERS = frozenset(["than"])
 _WORDS_ONLY = re.compile(r"\w+\Z")
+
+
+class _Term(NamedTuple):
+    """A family's value said next to a neighbour ("<word" before it, ">word" after it,
+    "<a>b" both for a relation)."""
+
+    zh: bool
+    family: int
+    value: int
+    neighbour: str
+    word: str
 
 
 def _en_terms(text: str) -> set[_Term]:
@@ -726,9 +749,10 @@ def _en_terms(text: str) -> set[_Term]:
     words = _EN_WORD.findall(text.lower())
     out: set[_Term] = set()
     for i, w in enumerate(words):
-        fam = _SIDE_EN.get(w)
-        if fam is None:
+        found = _VALUE_EN.get(w)
+        if found is None:
             continue
+        fam, value = found
         # the nearest content word on each side, within two words
         sides: list[str] = []
         for step in (-1, 1):
@@ -736,41 +760,42 @@ def _en_terms(text: str) -> set[_Term]:
                 if not 0 <= j < len(words):
                     break
                 n = words[j]
-                if n in _SIDE_EN or n in _EN_BARRIERS:
+                if n in _VALUE_EN or n in _EN_BARRIERS:
                     break
                 if n not in STOPWORDS_EN:
                     sides.append(f"{'<' if step < 0 else '>'}{n}")
                     break
-        if fam[0] in _RELATIONAL_EN:
+        if fam in _RELATIONAL_EN:
             if len(sides) == 2:
-                out.add((*fam, "".join(sides)))
+                out.add(_Term(False, fam, value, "".join(sides), w))
         else:
-            out.update((*fam, n) for n in sides)
+            out.update(_Term(False, fam, value, n, w) for n in sides)
     return out
 
 
 def _zh_terms(text: str) -> set[_Term]:
     out: set[_Term] = set()
     for m in _ZH_TERM.finditer(text):
-        fam = _SIDE_ZH[m.group()]
+        fam, value = _VALUE_ZH[m.group()]
         before = text[max(0, m.start() - 2) : m.start()]
-        after1 = text[m.end() : m.end() + 1]
-        after2 = text[m.end() : m.end() + 2]
-        sides = [
-            tag + n
-            for tag, n in (("<", before), (">", after1), (">", after2))
-            if n
-            and all(_CJK.match(c) for c in n)
-            and not any(c in _ZH_NEIGHBOUR_STOP for c in n)
-            and not _ZH_TERM.search(n)
-        ]
-        if fam[0] in _RELATIONAL_ZH:
+        if fam in _RELATIONAL_ZH:
             # both compared things, whatever their script ("A公司利润高于B公司")
             after = text[m.end() : m.end() + 2]
             if before.strip() and after.strip() and _WORDS_ONLY.match(before + after):
-                out.add((*fam, f"<{before}>{after}"))
-        else:
-            out.update((*fam, n) for n in sides)
+                out.add(_Term(True, fam, value, f"<{before}>{after}", m.group()))
+            continue
+        for tag, n in (
+            ("<", before),
+            (">", text[m.end() : m.end() + 1]),
+            (">", text[m.end() : m.end() + 2]),
+        ):
+            if (
+                n
+                and all(_CJK.match(c) for c in n)
+                and not any(c in _ZH_NEIGHBOUR_STOP for c in n)
+                and not _ZH_TERM.search(n)
+            ):
+                out.add(_Term(True, fam, value, tag + n, m.group()))
     return out
 
 
@@ -781,55 +806,104 @@ def _terms(text: str) -> set[_Term]:
     return terms
 
 
+@lru_cache(maxsize=256)
+def _said(text: str) -> frozenset[tuple[bool, int, int]]:
+    """(Chinese, family, value) of every term of ``text``, whatever stands next to it."""
+    out = {(False, *_VALUE_EN[w]) for w in _EN_WORD.findall(text.lower()) if w in _VALUE_EN}
+    if _CJK.search(text):
+        out |= {(True, *_VALUE_ZH[m.group()]) for m in _ZH_TERM.finditer(text)}
+    return frozenset(out)
+
+
 def opposite_terms(ground_truth: str, answer: str) -> list[tuple[str, str]]:
-    """Terms of the ground truth that the answer states as their opposite about the same
-    thing: the opposite word next to the same neighbour word ("左眼" for "右眼", "tested
-    negative for" for "tested positive for", "出院时" for "入院时"), where the answer never
-    says the ground truth's own word next to it and the ground truth never says the
-    opposite one. Returns (ground-truth neighbour, answer family side) pairs, readable."""
+    """Terms of the ground truth that the answer states as another value of their family
+    about the same thing: another value's word next to the same neighbour word ("左眼" for
+    "右眼", "tested negative for" for "tested positive for", "出院时" for "入院时", "白细胞
+    计数升高" for "白细胞计数正常"), where the answer never says the ground truth's own
+    value next to it. Not when both texts say both values anywhere: the answer then
+    rearranges what the ground truth says ("患者出院时间为入院后第3天" for "患者入院后第3天
+    出院"). Returns (ground truth's wording, answer's wording) pairs, one per family."""
     gt_terms = _terms(ground_truth)
     if not gt_terms:
         return []
     ans_terms = _terms(answer)
+    by_place: dict[tuple[bool, int, str], dict[int, str]] = {}
+    for t in sorted(ans_terms):
+        by_place.setdefault((t.zh, t.family, t.neighbour), {}).setdefault(t.value, t.word)
+    gt_said, ans_said = _said(ground_truth), _said(answer)
     out: list[tuple[str, str]] = []
     seen: set[tuple[bool, int]] = set()
-    # a family the ground truth states on both sides ("入院后第3天出院", "上半年增长，
-    # 下半年下降") is not one the answer can flip
-    both = {
-        (zh, fam)
-        for zh, fam, side in _said(ground_truth)
-        if (zh, fam, 1 - side) in _said(ground_truth)
-    }
-    for fam, side, n in sorted(gt_terms):
-        flipped = (fam, 1 - side, n)
-        zh = bool(_CJK.match(n[1]))
-        if (
-            (zh, fam) not in both
-            and (zh, fam) not in seen
-            and flipped in ans_terms
-            and flipped not in gt_terms
-            and (fam, side, n) not in ans_terms
-        ):
-            seen.add((zh, fam))
-            words = (_OPPOSITES_ZH if zh else _OPPOSITES_EN)[fam]
-            out.append((_label(words[side], n), _label(words[1 - side], n)))
+    for t in sorted(gt_terms):
+        said = by_place.get((t.zh, t.family, t.neighbour), {})
+        if (t.zh, t.family) in seen or not said or t.value in said:
+            continue
+        other = min(said)
+        if (t.zh, t.family, other) in gt_said and (t.zh, t.family, t.value) in ans_said:
+            continue
+        seen.add((t.zh, t.family))
+        out.append((_label(t.word, t.neighbour), _label(said[other], t.neighbour)))
     return out
 
 
-@lru_cache(maxsize=256)
-def _said(text: str) -> frozenset[tuple[bool, int, int]]:
-    """(Chinese, family, side) of every term of ``text``, whatever stands next to it."""
-    out = {(False, *_SIDE_EN[w]) for w in _EN_WORD.findall(text.lower()) if w in _SIDE_EN}
-    if _CJK.search(text):
-        out |= {(True, *_SIDE_ZH[m.group()]) for m in _ZH_TERM.finditer(text)}
-    return frozenset(out)
-
-
-def _label(family: str, neighbour: str) -> str:
-    word = family.split()[0]
+def _label(word: str, neighbour: str) -> str:
     where, n = neighbour[0], neighbour[1:]
     gap = "" if _CJK.search(neighbour) else " "
     if where == "<" and ">" in n:  # both neighbours of a relation
         before, after = n.split(">", 1)
         return f"{before}{gap}{word}{gap}{after}"
     return f"{n}{gap}{word}" if where == "<" else f"{word}{gap}{n}"
+
+
+# -- grades and stages in Roman numerals ----------------------------------------------------
+
+_ROMAN = re.compile(
+    r"(?<![A-Za-z])((?:X|IX|IV|V?I{0,3}|XI{1,2})(?:[A-D]|[a-d](?![a-z]))?)(?![A-Za-z])"
+)
+#: what a Roman numeral grades: the word before it (EN) or the character after it (ZH)
+_GRADE_WORDS = frozenset(
+    "stage stages grade grades type types class phase level degree category tier nyha "
+    "gold figo".split()
+)
+_GRADE_CHARS = frozenset("度级期型类相")
+
+
+def _numerals(text: str) -> set[tuple[str, str]]:
+    """(what it grades, numeral) of each Roman numeral in a grading place ("stage IIIA",
+    "Grade II", "II度", "III级")."""
+    out: set[tuple[str, str]] = set()
+    for m in _ROMAN.finditer(text):
+        numeral = m.group(1)
+        if not numeral or not numeral[0].isupper():
+            continue
+        before = text[max(0, m.start() - 24) : m.start()].split()
+        after = text[m.end() : m.end() + 1]
+        if after and after in _GRADE_CHARS:
+            out.add((after, numeral.upper()))
+        elif (
+            before
+            and before[-1].lower().strip("(,") in _GRADE_WORDS
+            and text[m.start() - 1] in " \t"
+        ):
+            out.add((before[-1].lower().strip("(,"), numeral.upper()))
+    return out
+
+
+def numeral_conflict(ground_truth: str, answer: str) -> tuple[str, str] | None:
+    """A grade or stage in Roman numerals that the answer gives another value ("III度"
+    for "II度", "stage IIIB" for "stage IIA"), never saying the ground truth's: (ground
+    truth's, answer's), else ``None``."""
+    if not _ROMAN.search(ground_truth):
+        return None
+    gt = _numerals(ground_truth)
+    if not gt:
+        return None
+    ans = _numerals(answer)
+    for what, numeral in sorted(gt):
+        said = sorted(n for w, n in ans if w == what)
+        if said and numeral not in said:
+            return _grade(what, numeral), _grade(what, said[0])
+    return None
+
+
+def _grade(what: str, numeral: str) -> str:
+    return f"{numeral}{what}" if what in _GRADE_CHARS else f"{what} {numeral}"

@@ -35,6 +35,7 @@ from ragtriage.diagnosis.answer_checks import (
     direction_flips,
     entity_value_conflict,
     names_of,
+    numeral_conflict,
     opposite_terms,
     order_conflict,
     slot_conflict,
@@ -972,6 +973,14 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             f"numbers/dates disagree: ground truth {_show(values.contradicted)}, "
             f"answer {_show(said.answer)}",
             "value_conflict",
+        )
+    graded = numeral_conflict(gt, committed)
+    if graded is not None:
+        return _judgement(
+            example,
+            AnswerLabel.INCORRECT,
+            f"grades it {graded[1]!r} where the ground truth says {graded[0]!r}",
+            "numeral_conflict",
         )
     # order: the same facts attached to other events, or a name replaced in place
     swaps = fact_swaps(gt, committed)

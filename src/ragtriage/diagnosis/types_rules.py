@@ -1398,6 +1398,7 @@ def _gen_e12_parts(g: _Gen, found: _Found) -> None:
 #: contradicts (see answer_eval / answer_checks)
 _WRONG_STATEMENT_RULES = frozenset(
     "value_conflict slot_conflict name_substituted fact_swap entity_value direction_flip opposite_term "
+    "numeral_conflict "
     "choice choice_time order".split()
 )
 
@@ -1621,7 +1622,17 @@ def _gen_e14(g: _Gen, found: _Found) -> None:
         # question, with the wrong item (E13 weighs that)
         score *= 0.5
         note += f"; it names {g.name_from_context[0]} where a name was asked"
+    elif g.ctx.answer_rule in _PICKS_AN_OPTION:
+        # it picks between the question's own options or orders its events: the aspect
+        # asked, answered the wrong way (its words are its reasoning, not another aspect)
+        score *= 0.5
+        note += "; it answers the question's comparison or order, the wrong way"
     found.add(E.E14, score, note)
+
+
+#: answer-evaluation rules of an answer that takes up the question's own comparison,
+#: order or yes/no
+_PICKS_AN_OPTION = frozenset({"choice", "choice_time", "order", "polar_conflict"})
 
 
 def _gen_e15(g: _Gen, found: _Found) -> None:
@@ -1945,6 +1956,11 @@ _ANSWER_RULE_TYPES: Mapping[str, tuple[ErrorType, float, str]] = MappingProxyTyp
             E.E16,
             0.6,
             "the answer states a ground-truth amount with the opposite direction of change",
+        ),
+        "numeral_conflict": (
+            E.E16,
+            0.7,
+            "the answer gives a grade or stage another numeral than the ground truth",
         ),
         "opposite_term": (
             E.E13,
