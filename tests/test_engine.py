@@ -373,3 +373,32 @@ async def test_no_identifiable_ground_truth_chunk_is_undetermined_not_generation
     unanswerable = make_trace(gt_answer="", answerable=False, answer="It was 1999.")
     u = await Diagnoser("rules", strategy).diagnose(unanswerable)  # type: ignore[arg-type]
     assert u.stage is Stage.GENERATION, u.undetermined_reason
+
+
+def test_rules_judge_makes_no_reference_cycles() -> None:
+    """The rules judge pauses the cyclic collector while it runs (engine._no_collections):
+    that is safe only if diagnosing leaves no cyclic garbage behind, on every answer
+    style of the real-style set, and if the collector is running again afterwards."""
+    import asyncio
+    import gc
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "realstyle"
+    traces = [
+        Trace.model_validate_json(line)
+        for part in ("demo", "public", "fresh5")
+        for line in (root / part / "traces.jsonl").read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    diagnoser = Diagnoser("rules", "ragec")
+    asyncio.run(diagnoser.diagnose_many(traces[:20]))  # imports and first-use setup
+    gc.collect()
+    gc.disable()
+    try:
+        found = asyncio.run(diagnoser.diagnose_many(traces))
+        assert len(found) == len(traces)
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+    asyncio.run(diagnoser.diagnose_many(traces[:5]))
+    assert gc.isenabled()

@@ -25,7 +25,17 @@ ROOT = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "realstyle"
 # The floors were set on demo and public; the fresh* parts were each measured blind once
 # and have been development parts since (benchmarks/data/realstyle/README.md), so they are
 # guarded too. A new unseen part stays out of this list until its blind row is recorded.
-GUARDED_PARTS = ("demo", "public", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7")
+GUARDED_PARTS = (
+    "demo",
+    "public",
+    "fresh",
+    "fresh2",
+    "fresh3",
+    "fresh4",
+    "fresh5",
+    "fresh6",
+    "fresh7",
+)
 PARTS = [ROOT / name for name in GUARDED_PARTS if (ROOT / name / "labels.jsonl").is_file()]
 
 
