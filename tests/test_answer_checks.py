@@ -3,6 +3,8 @@ numbers in another form that are not conflicts. English and Chinese."""
 
 from __future__ import annotations
 
+import pytest
+
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis.answer_checks import (
     choice_conflict,
@@ -354,3 +356,25 @@ def test_a_closing_remark_after_a_complete_list_is_no_conflict() -> None:
         "Together these lifted revenue to $300 million.", "Thus, Velora raised $90 million."
     )
     assert label_of(q, gt, wrong, ("raised $80 million", "plant in Leeds")) is AnswerLabel.INCORRECT
+
+
+@pytest.mark.parametrize(
+    ("gt", "answer", "label"),
+    [
+        # evidential: the fact attributed to the documents, the answer still right
+        ("The bond raised $100 million.", "It appears the bond raised $100 million.", "correct"),
+        ("净利润为800万元。", "净利润似乎为800万元。", "correct"),
+        ("The bond raised $100 million.", "The bond seems to have raised $100 million.", "correct"),
+        # epistemic: the answer doubts the fact itself
+        (
+            "The bond raised $100 million.",
+            "I think the bond raised $100 million.",
+            "possible_correct",
+        ),
+        ("净利润为800万元。", "净利润可能为800万元。", "possible_correct"),
+    ],
+)
+def test_only_doubt_about_the_fact_downgrades_a_right_answer(
+    gt: str, answer: str, label: str
+) -> None:
+    assert label_of("How much?", gt, answer) is AnswerLabel(label)

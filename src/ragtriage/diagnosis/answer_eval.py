@@ -1192,10 +1192,14 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
     return _judgement(example, label, "; ".join(reasons), rule)
 
 
+#: epistemic hedges: the answer doubts the fact itself ("probably", "I think", "可能").
+#: Evidential ones -- "it appears", "seems", "apparently", "似乎", "好像" -- attribute the
+#: fact to the documents and leave a right answer right (Listing 3 weighs accuracy,
+#: completeness and correctness, not tone)
 _HEDGE = re.compile(
-    r"\b(?:maybe|perhaps|possibly|probably|presumably|apparently|(?<!more\s)(?<!less\s)(?<!most\s)likely|might|"
-    r"may\s+(?:be|have)|seems?|seemingly|appears?\s+to|it\s+appears|not\s+(?:sure|certain)|"
-    r"I\s+(?:think|believe|guess|suspect)|unclear|uncertain)\b|可能|也许|大概|或许|似乎|好像|"
+    r"\b(?:maybe|perhaps|possibly|probably|presumably|(?<!more\s)(?<!less\s)(?<!most\s)likely|might|"
+    r"may\s+(?:be|have)|not\s+(?:sure|certain)|"
+    r"I\s+(?:think|believe|guess|suspect)|unclear|uncertain)\b|可能|也许|大概|或许|"
     r"估计|不确定",
     re.IGNORECASE,
 )
