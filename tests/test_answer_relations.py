@@ -277,3 +277,61 @@ def test_another_grade_fails_the_answer(query: str, gt: str, answer: str) -> Non
 )
 def test_no_numeral_conflict(gt: str, answer: str) -> None:
     assert numeral_conflict(gt, answer) is None
+
+
+# -- names told apart by an initial, restated figures, strict bounds -------------------------
+
+
+def test_two_people_told_apart_by_an_initial_keep_their_own_figures() -> None:
+    label, reason, rule = judge(
+        "Within how many days must G. Torres and Z. Torres each file an appeal?",
+        "G. Torres within ten days of receiving the judgment document; Z. Torres within "
+        "twenty (20) days of receipt of the written judgment.",
+        "G. Torres has twenty days to file an appeal, while Z. Torres has ten days.",
+    )
+    assert label is AnswerLabel.INCORRECT
+    assert rule == "entity_value" and "G. Torres" in reason, reason
+
+
+def test_a_keypoint_names_its_subject_once() -> None:
+    # "J. Hall" in a clause about something else does not state "J. Hall: life imprisonment"
+    ex = Example(
+        example_id="x",
+        query="What sentences were given to J. Hall and I. Hill?",
+        answer="J. Hall was sentenced to life imprisonment; I. Hill to three years.",
+        keypoints=["J. Hall: life imprisonment", "I. Hill: three years"],
+    )
+    answer = (
+        "I. Hill was sentenced to three years of imprisonment. For J. Hall, the documents "
+        "describe her case and her right to appeal."
+    )
+    j = evaluate_rules(ex, answer, CFG)
+    assert j.label is not AnswerLabel.CORRECT, j.reason
+
+
+def test_a_figure_restated_in_brackets_is_one_amount() -> None:
+    from ragtriage.diagnosis.facts import extract_quantities
+
+    got = [(q.raw, q.value, q.unit) for q in extract_quantities("within twenty (20) days")]
+    assert got == [("twenty (20) days", 20.0, "day")]
+    got = [(q.raw, q.value) for q in extract_quantities("twenty (21) days")]
+    assert got == [("twenty", 20.0), ("21", 21.0)]
+
+
+@pytest.mark.parametrize(
+    ("gt", "answer", "expected"),
+    [
+        ("呼吸：60次/分。", "呼吸浅快，>60次/分。", "incorrect"),
+        ("体温38.5℃。", "体温超过38.5℃。", "incorrect"),
+        ("Revenue rose 20%.", "Revenue rose by more than 20%.", "incorrect"),
+        # the ground truth's own bound, or the bare amount stated as well
+        ("Revenue grew more than 20%.", "Revenue grew more than 20%.", "correct"),
+        ("呼吸60次/分。", "呼吸60次/分，>60次/分提示重症。", "correct"),
+    ],
+)
+def test_a_strict_bound_excludes_the_amount(gt: str, answer: str, expected: str) -> None:
+    label, reason, rule = judge("How much?", gt, answer)
+    if expected == "incorrect":
+        assert label is AnswerLabel.INCORRECT and rule == "bound_conflict", reason
+    else:
+        assert rule != "bound_conflict", reason

@@ -35,6 +35,8 @@ GUARDED_PARTS = (
     "fresh5",
     "fresh6",
     "fresh7",
+    "fresh8",
+    "fresh9",
 )
 PARTS = [ROOT / name for name in GUARDED_PARTS if (ROOT / name / "labels.jsonl").is_file()]
 

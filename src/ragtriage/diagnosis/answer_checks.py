@@ -7,6 +7,7 @@ present but tied to each other wrongly.
 | :func:`direction_flips` | the answer states a ground-truth amount with the opposite direction ("增长4.4%" for "下降4.4%", "rose 3%" for "fell 3%") | a sign error read as a match |
 | :func:`opposite_terms` | the answer says the opposite word of a ground-truth term next to the same neighbour word ("左眼" for "右眼", "negative for HBsAg" for "positive for HBsAg", "出院时" for "入院时"), and never the ground truth's own | a flipped side, result or event read as a match because every other word agrees |
 | :func:`numeral_conflict` | a grade or stage in Roman numerals ("II度", "stage IIIA", "NYHA class III") that the answer gives another numeral in the same place | "III度" for "II度" judged correct: Roman numerals are no numbers to the value checks |
+| :func:`bound_conflict` | a ground-truth amount the answer states only behind a strict bound (">60次/分", "more than 60", "超过60") | a bound read as the value it excludes |
 | :func:`compound_durations` | "2 hours and 10 minutes" also stands for 130 minutes (and years + months) | a converted duration read as a conflict |
 | :func:`order_conflict` | an ordering question ("which came first", "按时间先后") whose answer lists the ground truth's dated events in another order | a wrong sequence with every date right |
 | :func:`slot_conflict` | an uncovered keypoint whose wording ("began in …") the answer repeats with another name or number | "began in Salt Lake City" for "began in St. Joseph" |
@@ -41,6 +42,7 @@ __all__ = [
     "EntityValueConflict",
     "SlotConflict",
     "asks_order",
+    "bound_conflict",
     "choice_conflict",
     "clauses",
     "compound_durations",
@@ -53,7 +55,10 @@ __all__ = [
     "slot_conflict",
 ]
 
-_CLAUSE = re.compile(r"[\n;；。！？!?]|[,，](?=\s*(?:and|while|whereas|but|而|但)\b)|(?<=[.])\s+")
+# a period ends a clause, not after an initial ("G. Torres")
+_CLAUSE = re.compile(
+    r"[\n;；。！？!?]|[,，](?=\s*(?:and|while|whereas|but|而|但)\b)|(?<=[.])(?<!\b[A-Z]\.)\s+"
+)
 
 
 def clauses(text: str) -> list[str]:
@@ -455,7 +460,12 @@ def _keys(option: str, other: str) -> tuple[str, ...]:
         core = _ZH_OPTION_TAIL.sub("", option)
         return (normalize(core),) if len(core) >= 2 else (normalize(option),)
     theirs = set(content_tokens(other))
-    return tuple(t for t in content_tokens(option) if t not in theirs and len(t) > 2)
+    own = tuple(t for t in content_tokens(option) if t not in theirs and len(t) > 2)
+    if own:
+        return own
+    # names told apart by an initial only ("G. Torres", "Z. Torres"): the whole name
+    whole = normalize(option)
+    return (whole,) if " " in whole and whole not in normalize(other) else ()
 
 
 def _mentioned(keys: tuple[str, ...], text: str) -> bool:
@@ -463,6 +473,10 @@ def _mentioned(keys: tuple[str, ...], text: str) -> bool:
         return False
     if len(keys) == 1 and not keys[0].isascii():
         return keys[0] in normalize(text)
+    if any(" " in k for k in keys):  # a whole name: as a phrase
+        padded = f" {normalize(text)} "
+        if any(f" {k} " in padded for k in keys if " " in k):
+            return True
     return bool(set(keys) & set(content_tokens(text)))
 
 
@@ -907,3 +921,38 @@ def numeral_conflict(ground_truth: str, answer: str) -> tuple[str, str] | None:
 
 def _grade(what: str, numeral: str) -> str:
     return f"{numeral}{what}" if what in _GRADE_CHARS else f"{what} {numeral}"
+
+
+# -- strict bounds --------------------------------------------------------------------------
+
+#: a strict bound right before an amount: the amount itself is excluded ("> 60", "超过60")
+_STRICT_BOUND = re.compile(
+    r"(?:[<>]|\b(?:more|greater|higher|fewer|less|lower)\s+than|\b(?:over|above|below|under)"
+    r"|超过|大于|高于|多于|小于|低于|少于|不足|不到)\s*\Z",
+    re.IGNORECASE,
+)
+
+
+def _bounded(text: str, q: Quantity) -> bool:
+    return _STRICT_BOUND.search(text, max(0, q.start - 14), q.start) is not None
+
+
+def bound_conflict(ground_truth: str, answer: str) -> tuple[str, str] | None:
+    """A ground-truth amount the answer states only behind a strict bound (">60次/分" or
+    "more than 60" for "60次/分"), which excludes the amount itself: (ground truth's,
+    answer's), else ``None``."""
+    from ragtriage.diagnosis.facts import quantities_match
+
+    gq = [q for q in extract_quantities(ground_truth) if not _bounded(ground_truth, q)]
+    if not gq:
+        return None
+    aq = extract_quantities(answer)
+    for g in gq:
+        same = [a for a in aq if quantities_match(g, a)]
+        if same and all(_bounded(answer, a) for a in same):
+            a = same[0]
+            start = max(0, a.start - 14)
+            bound = _STRICT_BOUND.search(answer, start, a.start)
+            shown = (answer[bound.start() : a.end] if bound else a.raw).strip()
+            return g.raw, shown
+    return None

@@ -29,6 +29,7 @@ from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis._calls import LLMCalls
 from ragtriage.diagnosis.alignment import fact_swaps, is_initials, substituted_names
 from ragtriage.diagnosis.answer_checks import (
+    bound_conflict,
     choice_conflict,
     clauses,
     compound_durations,
@@ -492,6 +493,7 @@ def answer_facts(
             # a keypoint naming a person or company must hold within one clause, line or
             # list item: "王建国：头孢；李娜：青霉素" does not cover "王建国青霉素"
             anchors = [*names_of(kp), *(a for a in anchors_all if a in kp)]
+            said = bag
             if anchors:
                 if pieces is None:
                     pieces = clauses(answer)
@@ -501,9 +503,12 @@ def answer_facts(
                     for c in pieces
                     if any(_entity_in(a, normalize(c)) or _spelled_out(a, c) for a in anchors)
                 ]
+                # and state the rest: the name's own words ("J. Hall") count once, there
+                named = {t for a in anchors for t in content_tokens(a)}
+                said = Counter({t: n for t, n in bag.items() if t not in named}) or bag
             else:
                 spans = [answer]
-            if any(_keypoint_in(kp, bag, span) for span in spans):
+            if any(_keypoint_in(kp, said, span) for span in spans):
                 covered += 1
                 if kp == points[0][0]:
                     first_hit = True
@@ -973,6 +978,14 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             f"numbers/dates disagree: ground truth {_show(values.contradicted)}, "
             f"answer {_show(said.answer)}",
             "value_conflict",
+        )
+    bounded = bound_conflict(gt, committed)
+    if bounded is not None:
+        return _judgement(
+            example,
+            AnswerLabel.INCORRECT,
+            f"states {bounded[1]!r}, a bound that excludes the ground truth's {bounded[0]!r}",
+            "bound_conflict",
         )
     graded = numeral_conflict(gt, committed)
     if graded is not None:

@@ -650,9 +650,15 @@ def _quantities(text: str) -> tuple[Quantity, ...]:
             if not (before.isascii() and before.isalpha()):
                 currency = _CURRENCY_PREFIX[pm.group().strip().lower()]
                 start = pm.start()
-        follow = t[core.end : core.end + 2].lstrip(" \t")[:1]
+        # "twenty (20) days": the figure restated in brackets belongs to the number
+        at = core.end
+        restated = _RE_RESTATED.match(t, at) if "(" in t[at : at + 2] else None
+        if restated is not None and float(restated.group(1).replace(",", "")) == core.value:
+            at = restated.end()
+            taken.mark(core.start, at)
+        follow = t[at : at + 2].lstrip(" \t")[:1]
         sm = (
-            _RE_SUFFIX.match(t, core.end)
+            _RE_SUFFIX.match(t, at)
             if follow and not follow.isdigit() and _RE_SUFFIX_START.match(follow)
             else None
         )
@@ -698,6 +704,7 @@ def _quantities(text: str) -> tuple[Quantity, ...]:
     return tuple(out)
 
 
+_RE_RESTATED = re.compile(r"[ \t]?\(([0-9][0-9,]*(?:\.[0-9]+)?)\)")
 _RE_AND_A_HALF = re.compile(r"[ \t]+and[ \t]+(?:a|one)[ \t]+half(?:[ \t]+(?P<unit>[A-Za-z]+))?\b")
 _ZH_HALF_UNITS = {"半月": "month", "半小时": "hour", "半钟头": "hour"}
 

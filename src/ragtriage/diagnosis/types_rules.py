@@ -1398,7 +1398,7 @@ def _gen_e12_parts(g: _Gen, found: _Found) -> None:
 #: contradicts (see answer_eval / answer_checks)
 _WRONG_STATEMENT_RULES = frozenset(
     "value_conflict slot_conflict name_substituted fact_swap entity_value direction_flip opposite_term "
-    "numeral_conflict "
+    "numeral_conflict bound_conflict "
     "choice choice_time order".split()
 )
 
@@ -1956,6 +1956,11 @@ _ANSWER_RULE_TYPES: Mapping[str, tuple[ErrorType, float, str]] = MappingProxyTyp
             E.E16,
             0.6,
             "the answer states a ground-truth amount with the opposite direction of change",
+        ),
+        "bound_conflict": (
+            E.E16,
+            0.65,
+            "the answer states the ground truth's amount behind a bound that excludes it",
         ),
         "numeral_conflict": (
             E.E16,
