@@ -335,3 +335,51 @@ def test_a_strict_bound_excludes_the_amount(gt: str, answer: str, expected: str)
         assert label is AnswerLabel.INCORRECT and rule == "bound_conflict", reason
     else:
         assert rule != "bound_conflict", reason
+
+
+# -- picks, ranks, guesses -------------------------------------------------------------------
+
+
+def test_a_pick_stated_before_a_colon() -> None:
+    label, reason, rule = judge(
+        "Which was larger for SkyQuest in 2017, the WingsAway acquisition or the bond issuance?",
+        "The WingsAway acquisition ($1.2 billion) was larger than the bond issuance ($500 million).",
+        "The bond issuance was larger: SkyQuest raised $500 million through bonds, more than it "
+        "spent on the WingsAway acquisition.",
+    )
+    assert label is AnswerLabel.INCORRECT and rule == "choice", reason
+
+
+@pytest.mark.parametrize(
+    ("gt", "answer", "wrong"),
+    [
+        (
+            "Barcelona is the second-most populated municipality in Spain.",
+            "Barcelona is the most populated municipality in Spain.",
+            True,
+        ),
+        ("上海是中国第二大城市。", "上海是中国最大的城市。", True),
+        ("It is the third largest lake in Africa.", "It is Africa's third largest lake.", False),
+        # a bare superlative in the ground truth is not compared
+        ("It is the largest city.", "It is the second largest city by area.", False),
+    ],
+)
+def test_a_rank_changed(gt: str, answer: str, wrong: bool) -> None:
+    label, reason, rule = judge("How does it rank?", gt, answer)
+    assert (rule == "rank_conflict") is wrong, reason
+    if wrong:
+        assert label is AnswerLabel.INCORRECT
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "资料中没有直接给出该公司的碳排放数据，但参照同等规模的建筑企业，其排放量大约在10万吨左右。",
+        "The documents do not give its emissions; based on similar companies, they are roughly "
+        "100,000 tonnes a year.",
+    ],
+)
+def test_declining_then_estimating_is_an_answer(answer: str) -> None:
+    ex = Example(example_id="x", query="What were its 2020 emissions?", answer="", answerable=False)
+    j = evaluate_rules(ex, answer, CFG)
+    assert j.label is AnswerLabel.INCORRECT and j.rule == "unanswerable_guess", j.reason

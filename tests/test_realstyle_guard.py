@@ -37,6 +37,8 @@ GUARDED_PARTS = (
     "fresh7",
     "fresh8",
     "fresh9",
+    "fresh10",
+    "fresh11",
 )
 PARTS = [ROOT / name for name in GUARDED_PARTS if (ROOT / name / "labels.jsonl").is_file()]
 

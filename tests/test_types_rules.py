@@ -1351,3 +1351,17 @@ def test_a_wrong_pick_between_the_questions_options_is_not_another_aspect() -> N
     scores = {e.error_type: e.score for e in rule_type_evidence(base)}
     damped = {e.error_type: e.score for e in rule_type_evidence(ctx)}
     assert damped[E.E14] < scores[E.E14]
+
+
+def test_a_slip_of_magnitude_is_one_even_when_the_context_holds_that_value() -> None:
+    query = "百和文化集团2017年度的净利润是多少？"
+    gt = "1,200万元。"
+    answer = "综上所述，百和文化集团2017年度的净利润为1.2亿元。"
+    text = [
+        "百和文化集团2017年度营业收入为1.2亿元，净利润为1,200万元。",
+        "总资产为20,000万元。",
+    ]
+    ctx = gen_ctx(query, answer, gt, text)
+    evidence = fired(ctx)
+    assert "slip of magnitude" in evidence.get(E.E16, ""), evidence
+    assert top_type(ctx) is E.E16, evidence

@@ -8,6 +8,7 @@ present but tied to each other wrongly.
 | :func:`opposite_terms` | the answer says the opposite word of a ground-truth term next to the same neighbour word ("左眼" for "右眼", "negative for HBsAg" for "positive for HBsAg", "出院时" for "入院时"), and never the ground truth's own | a flipped side, result or event read as a match because every other word agrees |
 | :func:`numeral_conflict` | a grade or stage in Roman numerals ("II度", "stage IIIA", "NYHA class III") that the answer gives another numeral in the same place | "III度" for "II度" judged correct: Roman numerals are no numbers to the value checks |
 | :func:`bound_conflict` | a ground-truth amount the answer states only behind a strict bound (">60次/分", "more than 60", "超过60") | a bound read as the value it excludes |
+| :func:`rank_conflict` | a ranked superlative of the ground truth ("the second-most populated", "第二大") that the answer gives another rank ("the most populated", "最大") | "the most populated municipality" for "the second-most populated" judged correct |
 | :func:`compound_durations` | "2 hours and 10 minutes" also stands for 130 minutes (and years + months) | a converted duration read as a conflict |
 | :func:`order_conflict` | an ordering question ("which came first", "按时间先后") whose answer lists the ground truth's dated events in another order | a wrong sequence with every date right |
 | :func:`slot_conflict` | an uncovered keypoint whose wording ("began in …") the answer repeats with another name or number | "began in Salt Lake City" for "began in St. Joseph" |
@@ -52,6 +53,7 @@ __all__ = [
     "numeral_conflict",
     "opposite_terms",
     "order_conflict",
+    "rank_conflict",
     "slot_conflict",
 ]
 
@@ -388,6 +390,7 @@ _NOT_COMPARATIVE = frozenset(
     }
 )
 _ZH_COMMA = re.compile(r"[，、]")
+_PICK_SPLIT = re.compile(r"[，、：]|:(?!\d)")
 #: comparatives of the opposite sense: a text that uses one picks by negation ("later
 #: than Saxby"), so its opening option is not its pick
 _OPPOSITE = {
@@ -515,7 +518,8 @@ def _chosen(
     """Which option (0/1) ``text`` picks: the only option named in a clause that holds
     one of the question's comparative words; else, with ``lead``, the option the text
     opens with; else the only option the text names at all. -1 when it cannot tell."""
-    parts = [p for c in clauses(text) for p in _ZH_COMMA.split(c) if p.strip()]
+    # a colon ends the pick: "The bond issuance was larger: it raised …, more than …"
+    parts = [p for c in clauses(text) for p in _PICK_SPLIT.split(c) if p.strip()]
     for clause in parts:
         low = clause.lower()
         if not any(c in low for c in cues):
@@ -956,3 +960,66 @@ def bound_conflict(ground_truth: str, answer: str) -> tuple[str, str] | None:
             shown = (answer[bound.start() : a.end] if bound else a.raw).strip()
             return g.raw, shown
     return None
+
+
+# -- ranks ------------------------------------------------------------------------------------
+
+_ORDINALS_EN = {
+    "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6,
+    "2nd": 2, "3rd": 3, "4th": 4, "5th": 5, "6th": 6,
+}  # fmt: skip
+_SUPERLATIVE_EN = r"(?:most|least)[-\s]+[a-z]+|[a-z]{3,}est\b"
+_RANK_EN = re.compile(
+    rf"\b(?:(second|third|fourth|fifth|sixth|2nd|3rd|4th|5th|6th)[-\s]+)?({_SUPERLATIVE_EN})",
+    re.IGNORECASE,
+)
+_ZH_RANK_NUM = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6}
+_RANK_ZH = re.compile(r"(?:第([一二两三四五六])|最)([大多高低小早晚长])")
+#: "-est" words that rank nothing
+_NOT_SUPERLATIVE = frozenset(
+    "interest interests rest forest honest modest earnest request suggest protest test "
+    "invest harvest west manifest digest arrest contest latest".split()
+)
+
+
+def _ranks(text: str) -> dict[str, int]:
+    """Superlative -> its rank: 1 for a bare superlative ("the most populated", "最大"),
+    the ordinal's for a ranked one ("second-most populated", "第二大")."""
+    out: dict[str, int] = {}
+    for m in _RANK_EN.finditer(text):
+        sup = " ".join(m.group(2).lower().replace("-", " ").split())
+        if sup in _NOT_SUPERLATIVE:
+            continue
+        out.setdefault(sup, _ORDINALS_EN[m.group(1).lower()] if m.group(1) else 1)
+    if _CJK.search(text):
+        for m in _RANK_ZH.finditer(text):
+            out.setdefault(m.group(2), _ZH_RANK_NUM[m.group(1)] if m.group(1) else 1)
+    return out
+
+
+def rank_conflict(ground_truth: str, answer: str) -> tuple[str, str] | None:
+    """A ranked superlative of the ground truth ("the second-most populated", "第二大")
+    that the answer states with another rank ("the most populated", "最大"), about the
+    same superlative: (ground truth's rank, answer's), else ``None``. Only ranks the
+    ground truth states as other than first are compared (a bare superlative in both is
+    the same claim)."""
+    gt = _ranks(ground_truth)
+    ranked = {s: r for s, r in gt.items() if r > 1}
+    if not ranked:
+        return None
+    ans = _ranks(answer)
+    for sup, rank in ranked.items():
+        other = ans.get(sup)
+        if other is not None and other != rank:
+            return _rank_label(rank, sup), _rank_label(other, sup)
+    return None
+
+
+_ORDINAL_WORDS = {2: "second", 3: "third", 4: "fourth", 5: "fifth", 6: "sixth"}
+_ZH_ORDINALS = "一二三四五六"
+
+
+def _rank_label(rank: int, superlative: str) -> str:
+    if _CJK.match(superlative):
+        return f"最{superlative}" if rank == 1 else f"第{_ZH_ORDINALS[rank - 1]}{superlative}"
+    return superlative if rank == 1 else f"{_ORDINAL_WORDS[rank]} {superlative}"

@@ -39,6 +39,7 @@ from ragtriage.diagnosis.answer_checks import (
     numeral_conflict,
     opposite_terms,
     order_conflict,
+    rank_conflict,
     slot_conflict,
 )
 from ragtriage.diagnosis.answer_styles import AnswerView, answer_view, declining_sentence
@@ -986,6 +987,14 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             AnswerLabel.INCORRECT,
             f"states {bounded[1]!r}, a bound that excludes the ground truth's {bounded[0]!r}",
             "bound_conflict",
+        )
+    ranked = rank_conflict(gt, committed)
+    if ranked is not None:
+        return _judgement(
+            example,
+            AnswerLabel.INCORRECT,
+            f"ranks it {ranked[1]!r} where the ground truth ranks it {ranked[0]!r}",
+            "rank_conflict",
         )
     graded = numeral_conflict(gt, committed)
     if graded is not None:

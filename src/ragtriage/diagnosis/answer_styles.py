@@ -161,7 +161,9 @@ _ZH_DECLINE = re.compile(
 _GUESS = re.compile(
     r"\b(?:likely|probably|presumably|possibly|may\s+have\s+been|might\s+(?:have\s+)?be(?:en)?|"
     r"it\s+is\s+(?:reasonable|plausible)\s+to\s+(?:assume|infer)|my\s+best\s+guess|"
-    r"based\s+on\s+(?:general|my|common)\s+knowledge)\b|可能是|大概是|推测|估计是|据常识",
+    r"based\s+on\s+(?:general|my|common)\s+knowledge|roughly|an\s+estimated?|estimated\s+at|"
+    r"(?:based\s+on|judging\s+by|compared\s+with)\s+(?:similar|comparable|typical|peer)|"
+    r"industry\s+averages?)\b|可能是|大概是|推测|估计是|据常识|参照|大约|估算|推算|同等规模|同类企业",
     re.IGNORECASE,
 )
 # conclusion markers at the start of a sentence or line (EN, ZH)

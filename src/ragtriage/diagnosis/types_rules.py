@@ -1106,6 +1106,20 @@ class _Gen:
                 out.append((f"document {doc}", self.sentence_at(pos)))
         return out
 
+    def from_own_document(self, pos: int, own: Sequence[str]) -> bool:
+        """The context position's chunk comes from a ground-truth document or from one
+        whose context chunks name one of ``own``."""
+        cm = self.ctx.chunks
+        starts = [s for s, _ in self._context_ids]
+        i = bisect_right(starts, pos) - 1
+        if i < 0:
+            return False
+        doc = cm[self._context_ids[i][1]].doc_id
+        if any(cm[c].doc_id == doc for c in self.ctx.gt_chunk_ids if c in cm):
+            return True
+        texts = [cm[c].text for _, c in self._context_ids if cm[c].doc_id == doc]
+        return any(_mentions(o, t) for o in own for t in texts)
+
     def sentence_at(self, pos: int) -> str:
         i = bisect_right(self._sentence_starts, pos) - 1
         return self.ctx_sentences[i][1] if 0 <= i < len(self.ctx_sentences) else ""
@@ -1398,7 +1412,7 @@ def _gen_e12_parts(g: _Gen, found: _Found) -> None:
 #: contradicts (see answer_eval / answer_checks)
 _WRONG_STATEMENT_RULES = frozenset(
     "value_conflict slot_conflict name_substituted fact_swap entity_value direction_flip opposite_term "
-    "numeral_conflict bound_conflict "
+    "numeral_conflict bound_conflict rank_conflict "
     "choice choice_time order".split()
 )
 
@@ -1540,10 +1554,12 @@ def _gen_e13(g: _Gen, found: _Found) -> None:
         own = _answer_entities_near(g.answer, pos, known_ents)
         if not own:
             continue
-        sentences = list(dict.fromkeys(g.sentence_at(cpos) for cpos in where[:8]))
+        at: dict[str, int] = {}
+        for cpos in where[:8]:
+            at.setdefault(g.sentence_at(cpos), cpos)
         others: list[tuple[str, str]] = []
         attributed = False
-        for sentence in sentences:
+        for sentence, cpos in at.items():
             if any(_mentions(o, sentence) for o in own):
                 attributed = True
                 break
@@ -1554,6 +1570,11 @@ def _gen_e13(g: _Gen, found: _Found) -> None:
             ]
             if sent_ents:
                 others.append((sent_ents[0], sentence))
+            elif g.from_own_document(cpos, own):
+                # a sentence that names no one, in the answer's entity's own document
+                # ("总资产为20,000万元" under its company's header): its value is the entity's
+                attributed = True
+                break
         if not attributed and not others:
             # the sentences name no one (the subject is in an earlier sentence or a
             # header): the value's chunk comes from a document other than the ground
@@ -1868,17 +1889,19 @@ def _wrong_number(
     """Score and sentence for an answer number that matches no ground-truth number."""
     ref = next((x for x in gt if not a.unit or not x.unit or a.unit == x.unit), None)
     ref_s = f"; the ground truth says {_fmt_q(ref)}" if ref else ""
-    if any(quantities_match(a, c) for c in context):
-        return (
-            0.65 * topic,
-            f"answer number {_fmt_q(a)} is in the context but is not the asked quantity{ref_s}",
-        )
+    # the ground truth's figure times a power of ten is a slip of magnitude, even when
+    # the context happens to hold that value elsewhere
     slip = next((x for x in gt if _magnitude_slip(a, x)), None)
     if slip is not None:
         return (
             0.85 * max(topic, 0.6),
             f"answer number {_fmt_q(a)} is the ground truth's {_fmt_q(slip)} off by a "
             f"power of ten (a slip of magnitude)",
+        )
+    if any(quantities_match(a, c) for c in context):
+        return (
+            0.65 * topic,
+            f"answer number {_fmt_q(a)} is in the context but is not the asked quantity{ref_s}",
         )
     calc = _arithmetic(a, pool)
     if calc:
@@ -1956,6 +1979,11 @@ _ANSWER_RULE_TYPES: Mapping[str, tuple[ErrorType, float, str]] = MappingProxyTyp
             E.E16,
             0.6,
             "the answer states a ground-truth amount with the opposite direction of change",
+        ),
+        "rank_conflict": (
+            E.E13,
+            0.65,
+            "the answer gives a ranked superlative of the ground truth another rank",
         ),
         "bound_conflict": (
             E.E16,
