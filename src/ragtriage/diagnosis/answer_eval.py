@@ -1109,13 +1109,16 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
     else:
         label = AnswerLabel.INCORRECT
         reasons.append(f"little overlap: token F1 {facts.f1:.2f}, recall {facts.recall:.2f}")
+    half_said = False  # half the keypoints: incorrect, but a partial answer all the same
     if facts.keypoint_coverage is not None and not facts.contained:
         kp = facts.keypoint_coverage
         kp_label = (
             AnswerLabel.CORRECT
             if kp >= 0.8
             else AnswerLabel.POSSIBLE_CORRECT
-            if kp >= 0.5
+            # more than half the keypoints: partial; half of them (one of two) leaves out
+            # as much as it says -- incomplete (Listing 3's completeness)
+            if kp > 0.5
             # the direct answer (first keypoint) without the rest is partial (Listing 3)
             or (facts.first_keypoint and len(example.keypoints) >= 3 and kp >= 0.25)
             else AnswerLabel.INCORRECT
@@ -1132,6 +1135,7 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
         reasons.append(f"keypoints covered {kp:.2f}")
         label = kp_label
         rule = "keypoints"
+        half_said = kp_label is AnswerLabel.INCORRECT and kp >= 0.5
     elif len(coverage.units) >= 2 and not facts.contained:
         # a long-form ground truth: how many of its statements the answer makes
         share = coverage.share or 0.0
@@ -1201,7 +1205,11 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
         rule = "hedged"
     # an incomplete answer that declines the rest ("The passage does not say who wrote
     # the song"): the part it declines is one the ground truth answers
-    if label is AnswerLabel.POSSIBLE_CORRECT and view.declining_clauses and rule != "hedged":
+    if (
+        (label is AnswerLabel.POSSIBLE_CORRECT or half_said)
+        and view.declining_clauses
+        and rule != "hedged"
+    ):
         label = AnswerLabel.INCORRECT
         reasons.append(f"declines the rest: {view.declining_clauses[0][:80]!r}")
         rule = "partial_abstention"
