@@ -383,3 +383,49 @@ def test_declining_then_estimating_is_an_answer(answer: str) -> None:
     ex = Example(example_id="x", query="What were its 2020 emissions?", answer="", answerable=False)
     j = evaluate_rules(ex, answer, CFG)
     assert j.label is AnswerLabel.INCORRECT and j.rule == "unanswerable_guess", j.reason
+
+
+# -- impossible dates, lab units, list labels, slots the question names ----------------------
+
+
+@pytest.mark.parametrize(
+    ("gt", "answer"),
+    [
+        ("The hearing was on 25th March 2023.", "The hearing took place on 35th March 2023."),
+        ("The contract was signed on March 3, 2020.", "It was signed on March 33, 2020."),
+        ("患者于2023年3月15日入院。", "患者于2023年3月35日入院。"),
+    ],
+)
+def test_a_date_no_calendar_has_fails_the_answer(gt: str, answer: str) -> None:
+    label, reason, rule = judge("When?", gt, answer)
+    assert label is AnswerLabel.INCORRECT and rule == "impossible_date", reason
+
+
+def test_a_lab_value_is_no_year() -> None:
+    from ragtriage.diagnosis.facts import extract_dates, extract_quantities
+
+    assert extract_dates("谷丙转氨酶为2000U/L") == []
+    assert [q.value for q in extract_quantities("谷丙转氨酶为2000U/L")] == [2000.0]
+    assert extract_dates("glucose 1500 mg/dL") == []
+
+
+def test_list_labels_anchor_their_values() -> None:
+    label, reason, rule = judge(
+        "节能项目使能源消耗和碳排放分别减少了多少？",
+        "能源消耗减少了20%，碳排放减少了15%。",
+        "- 能源消耗：减少了15%\n- 碳排放：减少了20%",
+    )
+    assert label is AnswerLabel.INCORRECT and rule == "fact_swap", reason
+
+
+def test_a_slot_the_question_names_among_others() -> None:
+    ex = Example(
+        example_id="x",
+        query="该公司2020年度的负债比率和资产负债率分别是多少？",
+        answer="负债比率为40%，资产负债率为30%。",
+        keypoints=["负债比率40%", "资产负债率30%"],
+    )
+    j = evaluate_rules(ex, "该公司2020年度的负债比率为40%，资产负债率同样为40%。", CFG)
+    assert j.label is AnswerLabel.INCORRECT and j.rule == "slot_conflict", j.reason
+    right = evaluate_rules(ex, "负债比率为40%，资产负债率为30%。", CFG)
+    assert right.label is AnswerLabel.CORRECT, right.reason

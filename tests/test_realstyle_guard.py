@@ -39,6 +39,8 @@ GUARDED_PARTS = (
     "fresh9",
     "fresh10",
     "fresh11",
+    "fresh12",
+    "fresh13",
 )
 PARTS = [ROOT / name for name in GUARDED_PARTS if (ROOT / name / "labels.jsonl").is_file()]
 

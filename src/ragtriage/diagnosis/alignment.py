@@ -178,8 +178,9 @@ def _spans_overlapping(starts: Sequence[int], ends: Sequence[int], s: int, e: in
 
 def _merged_clauses(text: str, blanked: str) -> list[tuple[int, int]]:
     """Clauses, a clause with no content word besides its facts (", on 9 May 2021")
-    joined to the one before it (the first, and a label before a colon -- "2. 清新环保公司："
-    -- to the one after) so every fact keeps an event to anchor it."""
+    joined to the one before it (the first to the one after), and a label before a colon
+    ("2. 清新环保公司：", "- 能源消耗：") to the one after, so every fact keeps an event to
+    anchor it."""
     spans = _clauses(text)
     merged: list[tuple[int, int]] = []
     pending: tuple[int, int] | None = None
@@ -187,10 +188,11 @@ def _merged_clauses(text: str, blanked: str) -> list[tuple[int, int]]:
         if pending is not None:
             s = pending[0]
             pending = None
-        if has_content(blanked[s:e]):
-            merged.append((s, e))
-        elif text[e : e + 1] in (":", "："):
+        if text[e : e + 1] in (":", "："):
+            # a label anchors what follows it ("- 能源消耗：减少了20%")
             pending = (s, e)
+        elif has_content(blanked[s:e]):
+            merged.append((s, e))
         elif merged:
             merged[-1] = (merged[-1][0], e)
         else:

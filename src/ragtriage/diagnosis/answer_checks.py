@@ -9,6 +9,7 @@ present but tied to each other wrongly.
 | :func:`numeral_conflict` | a grade or stage in Roman numerals ("II度", "stage IIIA", "NYHA class III") that the answer gives another numeral in the same place | "III度" for "II度" judged correct: Roman numerals are no numbers to the value checks |
 | :func:`bound_conflict` | a ground-truth amount the answer states only behind a strict bound (">60次/分", "more than 60", "超过60") | a bound read as the value it excludes |
 | :func:`rank_conflict` | a ranked superlative of the ground truth ("the second-most populated", "第二大") that the answer gives another rank ("the most populated", "最大") | "the most populated municipality" for "the second-most populated" judged correct |
+| :func:`impossible_dates` | dates no calendar has ("35th March", "February 30", "13月", "3月35日") | an impossible day dropped by the date reader, so the answer was judged by its other words |
 | :func:`compound_durations` | "2 hours and 10 minutes" also stands for 130 minutes (and years + months) | a converted duration read as a conflict |
 | :func:`order_conflict` | an ordering question ("which came first", "按时间先后") whose answer lists the ground truth's dated events in another order | a wrong sequence with every date right |
 | :func:`slot_conflict` | an uncovered keypoint whose wording ("began in …") the answer repeats with another name or number | "began in Salt Lake City" for "began in St. Joseph" |
@@ -49,6 +50,7 @@ __all__ = [
     "compound_durations",
     "direction_flips",
     "entity_value_conflict",
+    "impossible_dates",
     "names_of",
     "numeral_conflict",
     "opposite_terms",
@@ -273,8 +275,15 @@ def slot_conflict(
     values = [q.raw for q in extract_quantities(keypoint)]
     if not names and not values:
         return None
-    words = _slot_words(keypoint, names) - set(content_tokens(query))
-    for clause in clauses(answer):
+    slot = _slot_words(keypoint, names)
+    words = slot - set(content_tokens(query))
+    pieces = clauses(answer)
+    if not words and values and not names and len(slot) >= 2:
+        # a slot the question names itself, among others ("负债比率和资产负债率分别是多少"):
+        # its whole wording, clause piece by piece ("…，资产负债率同样为40%")
+        words = slot
+        pieces = [p for c in pieces for p in _RE_PIECES.split(c) if p.strip()]
+    for clause in pieces:
         nc = normalize(clause)
         present = [n for n in names if normalize(n) in nc]
         if words:
@@ -1023,3 +1032,29 @@ def _rank_label(rank: int, superlative: str) -> str:
     if _CJK.match(superlative):
         return f"最{superlative}" if rank == 1 else f"第{_ZH_ORDINALS[rank - 1]}{superlative}"
     return superlative if rank == 1 else f"{_ORDINAL_WORDS[rank]} {superlative}"
+
+
+# -- impossible dates -----------------------------------------------------------------------
+
+_MONTH_WORDS = (
+    r"(?:january|february|march|april|may|june|july|august|september|october|november|"
+    r"december|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)"
+)
+_BAD_DAY = r"(?:3[2-9]|[4-9]\d)"
+_IMPOSSIBLE_DATE = re.compile(
+    rf"\b{_BAD_DAY}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_WORDS}\b"
+    rf"|\b{_MONTH_WORDS}\.?\s+{_BAD_DAY}(?:st|nd|rd|th)?\b"
+    rf"|\b3[01](?:st|th)?\s+(?:of\s+)?feb(?:ruary)?\b|\bfeb(?:ruary)?\.?\s+3[01](?:st|th)?\b"
+    r"|\b\d{4}-(?:1[3-9]|[2-9]\d)-\d{1,2}\b|\b\d{4}-\d{1,2}-(?:3[2-9]|[4-9]\d)\b"
+    r"|(?<![\d.])(?:1[3-9]|[2-9]\d)月(?:份|\d{1,2}[日号])?|(?<![\d.])\d{1,2}月(?:3[2-9]|[4-9]\d)[日号]"
+    r"|(?<![\d.])2月3[01][日号]",
+    re.IGNORECASE,
+)
+
+
+def impossible_dates(text: str) -> list[str]:
+    """Dates no calendar has ("35th March", "March 35", "February 30", "13月", "3月35日",
+    "2023-13-05"), as written."""
+    if not any(ch.isdigit() for ch in text):
+        return []
+    return [m.group() for m in _IMPOSSIBLE_DATE.finditer(text)]

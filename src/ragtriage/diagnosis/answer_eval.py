@@ -35,6 +35,7 @@ from ragtriage.diagnosis.answer_checks import (
     compound_durations,
     direction_flips,
     entity_value_conflict,
+    impossible_dates,
     names_of,
     numeral_conflict,
     opposite_terms,
@@ -971,6 +972,15 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             AnswerLabel.INCORRECT,
             f"answers {polar_flip[1]!r} where the ground truth says {polar_flip[0]!r}",
             "polar_conflict",
+        )
+    impossible = impossible_dates(committed) if extract_dates(gt) else []
+    if impossible and not values.contradicted:
+        return _judgement(
+            example,
+            AnswerLabel.INCORRECT,
+            f"states {impossible[0]!r}, a date no calendar has, where the ground truth "
+            f"gives {_show(tuple(d.raw for d in extract_dates(gt)))}",
+            "impossible_date",
         )
     if values.contradicted:  # decided without tokenizing: a different number or date
         return _judgement(

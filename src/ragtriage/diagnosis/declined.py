@@ -12,7 +12,7 @@ figure of several.
 
 | step | rule |
 |---|---|
-| when | the answer evaluation's rule is ``partial_abstention``, or a wrong value in a ground-truth fact's place (``value_conflict``, ``entity_value``, ``slot_conflict``), and more than ``generator_gt_share`` of the GT chunks reached the generator (below it the cascade already looks upstream) |
+| when | the answer evaluation's rule is ``partial_abstention``, or a wrong value in a ground-truth fact's place (``value_conflict``, ``impossible_date``, ``entity_value``, ``slot_conflict``), and more than ``generator_gt_share`` of the GT chunks reached the generator (below it the cascade already looks upstream) |
 | missing facts | the ground truth's keypoints the answer does not state, else its statements it does not make |
 | holders | the GT-document chunks that hold a missing fact (all its numbers, half its words) |
 | decision | a missing fact held in the context: generation (``None``); else reranking when a holder was retrieved, retrieval when none was; facts no chunk holds are skipped |
@@ -31,7 +31,9 @@ __all__ = ["stage_from_declined"]
 #: answer-evaluation rules for an answer that lacks a ground-truth fact: it declines it
 #: (partial abstention) or puts another value in its place -- either way, a generator that
 #: never saw the fact's evidence could not have stated it
-_UNSEEN_RULES = frozenset({"partial_abstention", "value_conflict", "entity_value", "slot_conflict"})
+_UNSEEN_RULES = frozenset(
+    {"partial_abstention", "value_conflict", "impossible_date", "entity_value", "slot_conflict"}
+)
 
 
 def _holds(fact: str, text: str, *, keypoint: bool) -> bool:

@@ -927,7 +927,9 @@ _RE_PREP_YEAR = re.compile(
 #: what after a four-digit number makes it an amount, not a year ("2000 ml", "1800吨",
 #: "1999 years"): scale and unit words ("年" aside: "2019年" is a Chinese date)
 _RE_AFTER_YEAR_NOT_DATE = re.compile(
+    # a measurement unit of a lab or vital-sign value ("2000U/L", "1500 mg/dL") too
     r"[ \t]*(?:million|billion|thousand|万|亿|units|items|cases|"
+    r"(?:[IiMm]?U|[mμun]?mol|[mμnp]?g|ml|mL)/(?:[mdμ]?L|kg|h)\b|mmHg|bpm|次/分|"
     + _alt(w for w in _UNITS if w != "年" and w.strip())
     + ")",
     re.IGNORECASE,

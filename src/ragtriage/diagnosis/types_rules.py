@@ -1412,7 +1412,7 @@ def _gen_e12_parts(g: _Gen, found: _Found) -> None:
 #: contradicts (see answer_eval / answer_checks)
 _WRONG_STATEMENT_RULES = frozenset(
     "value_conflict slot_conflict name_substituted fact_swap entity_value direction_flip opposite_term "
-    "numeral_conflict bound_conflict rank_conflict "
+    "numeral_conflict bound_conflict rank_conflict impossible_date "
     "choice choice_time order".split()
 )
 
@@ -1979,6 +1979,11 @@ _ANSWER_RULE_TYPES: Mapping[str, tuple[ErrorType, float, str]] = MappingProxyTyp
             E.E16,
             0.6,
             "the answer states a ground-truth amount with the opposite direction of change",
+        ),
+        "impossible_date": (
+            E.E16,
+            0.7,
+            "the answer states a date no calendar has where the ground truth gives a date",
         ),
         "rank_conflict": (
             E.E13,
