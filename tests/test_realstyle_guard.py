@@ -41,6 +41,8 @@ GUARDED_PARTS = (
     "fresh11",
     "fresh12",
     "fresh13",
+    "fresh14",
+    "fresh15",
 )
 PARTS = [ROOT / name for name in GUARDED_PARTS if (ROOT / name / "labels.jsonl").is_file()]
 
