@@ -429,3 +429,33 @@ def test_a_slot_the_question_names_among_others() -> None:
     assert j.label is AnswerLabel.INCORRECT and j.rule == "slot_conflict", j.reason
     right = evaluate_rules(ex, "负债比率为40%，资产负债率为30%。", CFG)
     assert right.label is AnswerLabel.CORRECT, right.reason
+
+
+@pytest.mark.parametrize(
+    ("query", "gt", "answer"),
+    [
+        (
+            "What is A. Davis allergic to?",
+            "Penicillin.",
+            "From the record, A. Davis is allergic to penicillin, which gives her a rash, "
+            "though the record doesn't say how severe it is.",
+        ),
+        (
+            "道德与诚信事件发生在哪个月？",
+            "2017年1月。",
+            "道德与诚信事件发生在2017年1月，但资料没有给出当时的罚款金额。",
+        ),
+    ],
+)
+def test_a_right_answer_that_declines_a_side_matter_stays_correct(
+    query: str, gt: str, answer: str
+) -> None:
+    label, reason, _ = judge(query, gt, answer)
+    assert label is AnswerLabel.CORRECT, reason
+
+
+def test_superficial_for_deep_is_an_opposite_term() -> None:
+    assert opposite_terms(
+        "Reflux in the superficial veins; no deep vein reflux.",
+        "Reflux in the deep veins.",
+    )

@@ -43,6 +43,8 @@ GUARDED_PARTS = (
     "fresh13",
     "fresh14",
     "fresh15",
+    "fresh16",
+    "fresh17",
 )
 PARTS = [ROOT / name for name in GUARDED_PARTS if (ROOT / name / "labels.jsonl").is_file()]
 

@@ -696,6 +696,7 @@ _OPPOSITES_EN: tuple[tuple[str, ...], ...] = (
     ("oldest", "youngest"),
     ("majority", "minority"),
     ("present", "absent"),
+    ("superficial", "deep"),
 )
 _OPPOSITES_ZH: tuple[tuple[str, ...], ...] = (
     ("左", "右"),
@@ -724,6 +725,7 @@ _OPPOSITES_ZH: tuple[tuple[str, ...], ...] = (
     ("入院", "出院"),
     ("进口 流入 买入", "出口 流出 卖出"),
     ("收购", "出售"),
+    ("浅表", "深部"),
 )
 
 

@@ -803,6 +803,19 @@ def _outside(text: str, sentences: tuple[str, ...]) -> str:
     return out
 
 
+def _declines_the_question(view: AnswerView, query: str) -> bool:
+    """A declining clause of the answer is about the question: it refuses to answer, or
+    names a third of the question's words -- not a side matter ("… though the record
+    doesn't say how severe it is") after a right answer."""
+    asked = set(content_tokens(query))
+    for clause in view.declining_clauses:
+        if _REFUSES.search(clause):
+            return True
+        if asked and 3 * len(asked & set(content_tokens(clause))) >= len(asked):
+            return True
+    return not view.declining_clauses
+
+
 def _reviews_then_declines(view: AnswerView, gt: str, query: str) -> bool:
     """One paragraph that reviews the documents and declines in its last sentence ("The
     passage describes … It does not give …, so I can't answer that"): the decline is of
@@ -1209,7 +1222,10 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             label = AnswerLabel.POSSIBLE_CORRECT
             reasons.append(f"{hit}/{n_facts} key facts present")
             rule = "key_facts"
-    if label is AnswerLabel.CORRECT and (view.final_declines or _hedges(view.final, gt)):
+    if label is AnswerLabel.CORRECT and (
+        (view.final_declines and _declines_the_question(view, example.query))
+        or _hedges(view.final, gt)
+    ):
         label = AnswerLabel.POSSIBLE_CORRECT
         reasons.append("hedged")
         rule = "hedged"
