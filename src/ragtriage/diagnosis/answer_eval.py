@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -803,6 +803,23 @@ def _outside(text: str, sentences: tuple[str, ...]) -> str:
     return out
 
 
+#: checks of (ground truth, committed answer) -> (ground truth's form, answer's form):
+#: the rule each fails the answer by, and how its reason reads
+_VALUE_FORM_CHECKS: tuple[tuple[Callable[[str, str], tuple[str, str] | None], str, str], ...] = (
+    (
+        bound_conflict,
+        "bound_conflict",
+        "states {said!r}, a bound that excludes the ground truth's {truth!r}",
+    ),
+    (rank_conflict, "rank_conflict", "ranks it {said!r} where the ground truth ranks it {truth!r}"),
+    (
+        numeral_conflict,
+        "numeral_conflict",
+        "grades it {said!r} where the ground truth says {truth!r}",
+    ),
+)
+
+
 def _declines_the_question(view: AnswerView, query: str) -> bool:
     """A declining clause of the answer is about the question: it refuses to answer, or
     names a third of the question's words -- not a side matter ("… though the record
@@ -1003,30 +1020,16 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             f"answer {_show(said.answer)}",
             "value_conflict",
         )
-    bounded = bound_conflict(gt, committed)
-    if bounded is not None:
-        return _judgement(
-            example,
-            AnswerLabel.INCORRECT,
-            f"states {bounded[1]!r}, a bound that excludes the ground truth's {bounded[0]!r}",
-            "bound_conflict",
-        )
-    ranked = rank_conflict(gt, committed)
-    if ranked is not None:
-        return _judgement(
-            example,
-            AnswerLabel.INCORRECT,
-            f"ranks it {ranked[1]!r} where the ground truth ranks it {ranked[0]!r}",
-            "rank_conflict",
-        )
-    graded = numeral_conflict(gt, committed)
-    if graded is not None:
-        return _judgement(
-            example,
-            AnswerLabel.INCORRECT,
-            f"grades it {graded[1]!r} where the ground truth says {graded[0]!r}",
-            "numeral_conflict",
-        )
+    # a value the answer states otherwise: behind a bound, at another rank or grade
+    for check, rule_name, wording in _VALUE_FORM_CHECKS:
+        found = check(gt, committed)
+        if found is not None:
+            return _judgement(
+                example,
+                AnswerLabel.INCORRECT,
+                wording.format(truth=found[0], said=found[1]),
+                rule_name,
+            )
     # order: the same facts attached to other events, or a name replaced in place
     swaps = fact_swaps(gt, committed)
     if swaps:
