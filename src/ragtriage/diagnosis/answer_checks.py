@@ -37,7 +37,7 @@ from ragtriage.diagnosis.facts import (
     extract_entities,
     extract_quantities,
 )
-from ragtriage.text import content_tokens, normalize
+from ragtriage.text import content_tokens, has_cjk, is_cjk, normalize
 
 __all__ = [
     "ChoiceConflict",
@@ -743,7 +743,6 @@ _VALUE_EN = _values_of(_OPPOSITES_EN)
 _VALUE_ZH = _values_of(_OPPOSITES_ZH)
 _EN_WORD = re.compile(r"[a-z]+|\d+")
 _ZH_TERM = re.compile("|".join(sorted(_VALUE_ZH, key=len, reverse=True)))
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 # a neighbour of a term is one of these words, which say nothing by themselves
 _ZH_NEIGHBOUR_STOP = frozenset("的了是在和与及或为对于其该这那有无不也都而并且时")
 
@@ -820,7 +819,7 @@ def _zh_terms(text: str) -> set[_Term]:
         ):
             if (
                 n
-                and all(_CJK.match(c) for c in n)
+                and all(is_cjk(c) for c in n)
                 and not any(c in _ZH_NEIGHBOUR_STOP for c in n)
                 and not _ZH_TERM.search(n)
             ):
@@ -830,7 +829,7 @@ def _zh_terms(text: str) -> set[_Term]:
 
 def _terms(text: str) -> set[_Term]:
     terms = _en_terms(text) if _EN_WORD.search(text) else set()
-    if _CJK.search(text):
+    if has_cjk(text):
         terms |= _zh_terms(text)
     return terms
 
@@ -839,7 +838,7 @@ def _terms(text: str) -> set[_Term]:
 def _said(text: str) -> frozenset[tuple[bool, int, int]]:
     """(Chinese, family, value) of every term of ``text``, whatever stands next to it."""
     out = {(False, *_VALUE_EN[w]) for w in _EN_WORD.findall(text.lower()) if w in _VALUE_EN}
-    if _CJK.search(text):
+    if has_cjk(text):
         out |= {(True, *_VALUE_ZH[m.group()]) for m in _ZH_TERM.finditer(text)}
     return frozenset(out)
 
@@ -876,7 +875,7 @@ def opposite_terms(ground_truth: str, answer: str) -> list[tuple[str, str]]:
 
 def _label(word: str, neighbour: str) -> str:
     where, n = neighbour[0], neighbour[1:]
-    gap = "" if _CJK.search(neighbour) else " "
+    gap = "" if has_cjk(neighbour) else " "
     if where == "<" and ">" in n:  # both neighbours of a relation
         before, after = n.split(">", 1)
         return f"{before}{gap}{word}{gap}{after}"
@@ -1002,7 +1001,7 @@ def _ranks(text: str) -> dict[str, int]:
         if sup in _NOT_SUPERLATIVE:
             continue
         out.setdefault(sup, _ORDINALS_EN[m.group(1).lower()] if m.group(1) else 1)
-    if _CJK.search(text):
+    if has_cjk(text):
         for m in _RANK_ZH.finditer(text):
             out.setdefault(m.group(2), _ZH_RANK_NUM[m.group(1)] if m.group(1) else 1)
     return out
@@ -1031,7 +1030,7 @@ _ZH_ORDINALS = "一二三四五六"
 
 
 def _rank_label(rank: int, superlative: str) -> str:
-    if _CJK.match(superlative):
+    if is_cjk(superlative[0]):
         return f"最{superlative}" if rank == 1 else f"第{_ZH_ORDINALS[rank - 1]}{superlative}"
     return superlative if rank == 1 else f"{_ORDINAL_WORDS[rank]} {superlative}"
 

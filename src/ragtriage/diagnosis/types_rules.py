@@ -1083,42 +1083,48 @@ class _Gen:
                 pos += len(cm[cid].text) + 1
         return out
 
+    def _doc_at(self, pos: int) -> str | None:
+        """The document of the context chunk holding context position ``pos``."""
+        i = bisect_right(self._context_starts, pos) - 1
+        return self.ctx.chunks[self._context_ids[i][1]].doc_id if i >= 0 else None
+
+    def _doc_names(self, doc: str, own: Sequence[str]) -> bool:
+        """One of the document's context chunks names one of ``own``."""
+        cm = self.ctx.chunks
+        texts = [cm[c].text for _, c in self._context_ids if cm[c].doc_id == doc]
+        return any(_mentions(o, t) for o in own for t in texts)
+
+    @cached_property
+    def _gt_docs(self) -> frozenset[str]:
+        cm = self.ctx.chunks
+        return frozenset(cm[i].doc_id for i in self.ctx.gt_chunk_ids if i in cm)
+
+    @cached_property
+    def _context_starts(self) -> list[int]:
+        return [s for s, _ in self._context_ids]
+
     def foreign_sources(
         self, positions: Sequence[int], own: Sequence[str]
     ) -> list[tuple[str, str]]:
         """("document D", sentence) for each context position whose chunk comes from a
         document D other than the ground truth's, none of whose context chunks names any
         of ``own``."""
-        cm = self.ctx.chunks
-        seen = {cm[i].doc_id for i in self.ctx.gt_chunk_ids if i in cm}  # and reported
-        starts = [s for s, _ in self._context_ids]
+        seen = set(self._gt_docs)  # and reported
         out: list[tuple[str, str]] = []
         for pos in positions:
-            i = bisect_right(starts, pos) - 1
-            if i < 0:
-                continue
-            doc = cm[self._context_ids[i][1]].doc_id
-            if doc in seen:
+            doc = self._doc_at(pos)
+            if doc is None or doc in seen:
                 continue
             seen.add(doc)
-            texts = [cm[c].text for _, c in self._context_ids if cm[c].doc_id == doc]
-            if not any(_mentions(o, t) for o in own for t in texts):
+            if not self._doc_names(doc, own):
                 out.append((f"document {doc}", self.sentence_at(pos)))
         return out
 
     def from_own_document(self, pos: int, own: Sequence[str]) -> bool:
         """The context position's chunk comes from a ground-truth document or from one
         whose context chunks name one of ``own``."""
-        cm = self.ctx.chunks
-        starts = [s for s, _ in self._context_ids]
-        i = bisect_right(starts, pos) - 1
-        if i < 0:
-            return False
-        doc = cm[self._context_ids[i][1]].doc_id
-        if any(cm[c].doc_id == doc for c in self.ctx.gt_chunk_ids if c in cm):
-            return True
-        texts = [cm[c].text for _, c in self._context_ids if cm[c].doc_id == doc]
-        return any(_mentions(o, t) for o in own for t in texts)
+        doc = self._doc_at(pos)
+        return doc is not None and (doc in self._gt_docs or self._doc_names(doc, own))
 
     def sentence_at(self, pos: int) -> str:
         i = bisect_right(self._sentence_starts, pos) - 1
