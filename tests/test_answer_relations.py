@@ -10,7 +10,7 @@ import pytest
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis.alignment import fact_swaps
 from ragtriage.diagnosis.answer_checks import numeral_conflict, opposite_terms
-from ragtriage.diagnosis.answer_eval import evaluate_rules
+from ragtriage.diagnosis.answer_eval import evaluate_rules, gt_units
 from ragtriage.diagnosis.facts import extract_entities
 from ragtriage.records import AnswerLabel, Example
 
@@ -153,6 +153,25 @@ def test_exchanged_between_items_fails(query: str, gt: str, answer: str) -> None
     assert rule == "fact_swap", reason
 
 
+@pytest.mark.parametrize(
+    ("query", "gt", "answer"),
+    [
+        (
+            # the slots' words differ in form only: "decreasing … post-surgery" /
+            # "decreased … after surgery"
+            "What was the pressure on tonometry, and what did it decrease to after surgery?",
+            "28 mmHg on tonometry, decreasing to 18 mmHg on day 1 post-surgery.",
+            "Tonometry showed a pressure of 18 mmHg; on day 1 after surgery it had decreased "
+            "to 28 mmHg.",
+        ),
+    ],
+)
+def test_exchanged_between_slots_worded_otherwise_fails(query: str, gt: str, answer: str) -> None:
+    label, reason, rule = judge(query, gt, answer)
+    assert label is AnswerLabel.INCORRECT
+    assert rule == "fact_swap", reason
+
+
 def test_a_label_before_a_colon_anchors_the_clause_after_it() -> None:
     gt = (
         "完成了对绿能科技股份有限公司的股权收购，获得45%的股权；"
@@ -183,6 +202,22 @@ def test_a_label_before_a_colon_anchors_the_clause_after_it() -> None:
             "研发投入为3.2亿元。",
             "文档介绍了该公司的主营业务、董事会构成和2021年的重大资产重组。"
             "文档中没有提供研发投入的具体数据，因此无法回答。",
+        ),
+        (
+            # the figures it reviews are other items' ("a debt ratio of 40%"), not the
+            # one asked for; "can't state" declines
+            "What was Acme Tourism's return on equity for 2021?",
+            "16%.",
+            "The year-end passage gives Acme Tourism's total assets ($500 million), a debt "
+            "ratio of 40% and a gross margin of 22%, but the text breaks off before the "
+            "return on equity. I therefore can't state the company's return on equity for "
+            "2021 from the provided documents.",
+        ),
+        (
+            "绿野农业2021年的净资产收益率是多少？",
+            "16%。",
+            "文档给出了绿野农业的资产负债率40%和毛利率22%。"
+            "文档中没有提供净资产收益率的具体数据，因此无法回答。",
         ),
     ],
 )
@@ -459,3 +494,68 @@ def test_superficial_for_deep_is_an_opposite_term() -> None:
         "Reflux in the superficial veins; no deep vein reflux.",
         "Reflux in the deep veins.",
     )
+
+
+def test_a_wrong_value_for_the_asked_item_is_no_review() -> None:
+    # the competing figure is stated for what the question asks: an answer, not a review
+    label, reason, _ = judge(
+        "What was Acme Tourism's return on equity for 2021?",
+        "16%.",
+        "Acme Tourism's return on equity was 12% in 2021, with a debt ratio of 40%. The "
+        "documents do not give the figure for 2020, so I can't compare the two years.",
+    )
+    assert label is AnswerLabel.INCORRECT, reason
+
+
+# -- names put in the ground truth's place; statements joined by semicolons -----------------
+
+
+@pytest.mark.parametrize(
+    ("query", "gt", "answer"),
+    [
+        (
+            # a bare name: the question's words anchor the clause that restates it
+            "Which process is used to extract cocoa butter from ground cocoa beans?",
+            "The Broma process.",
+            "Cocoa butter is extracted from ground cocoa beans with the Dutch process, in "
+            "which the beans are treated with an alkali.",
+        ),
+        ("哪家公司收购了蓝湾货运？", "东方物流公司。", "蓝湾货运于2016年被星河传媒公司收购。"),
+    ],
+)
+def test_a_bare_name_replaced_by_another_fails(query: str, gt: str, answer: str) -> None:
+    label, reason, rule = judge(query, gt, answer, (gt.rstrip("。."),))
+    assert label is AnswerLabel.INCORRECT
+    assert rule == "name_substituted", reason
+
+
+def test_the_right_bare_name_in_a_sentence_of_its_own_passes() -> None:
+    label, reason, _ = judge(
+        "Which process is used to extract cocoa butter from ground cocoa beans?",
+        "The Broma process.",
+        "Cocoa butter is extracted from ground cocoa beans with the Broma process, developed "
+        "by Dutch chocolatiers.",
+        ("Broma process",),
+    )
+    assert label is AnswerLabel.CORRECT, reason
+
+
+def test_semicolon_statements_are_units_of_their_own() -> None:
+    assert gt_units(
+        "张三于2015年入职并担任技术总监；李四于2018年加入公司负责市场营销。", semicolons=True
+    ) == (
+        "张三于2015年入职并担任技术总监",
+        "李四于2018年加入公司负责市场营销。",
+    )
+    # one of the two statements, the other declined: a partial abstention
+    label, reason, rule = judge(
+        'When do you say "aye aye, sir" and when do you say "yes sir"?',
+        '"Aye aye, sir" is the naval response that an order has been received, understood '
+        'and will be carried out immediately; "yes sir" indicates agreement with a statement '
+        "that was not understood as an order or a requirement to do anything.",
+        '"Aye aye, sir" is used in the navy to confirm that an order has been received, '
+        'understood and will be carried out immediately. As for "yes sir", I can\'t say from '
+        "the provided text when it is used instead.",
+    )
+    assert label is AnswerLabel.INCORRECT
+    assert rule == "partial_abstention", reason

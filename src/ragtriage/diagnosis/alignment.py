@@ -38,6 +38,7 @@ from ragtriage.diagnosis.facts import (
     extract_entities,
     extract_quantities,
     quantities_match,
+    stem,
 )
 from ragtriage.text import content_tokens, has_content, normalize
 
@@ -240,7 +241,13 @@ def _kind_anchor(layout: _Layout, fact_index: int) -> frozenset[str]:
         if f.kind == kind:
             for i in range(max(f.start, s) - s, min(f.end, e) - s):
                 chars[i] = " "
-    return frozenset(content_tokens("".join(chars)))
+    # stems, hyphenated words in their parts: "decreasing … post-surgery" is the slot
+    # of "decreased … after surgery"
+    return frozenset(
+        stem(w)
+        for t in content_tokens("".join(chars))
+        for w in (t.split("-") if "-" in t else (t,))
+    )
 
 
 _SENTENCE_END = re.compile(r"[.!?。！？；;\n]")
@@ -523,6 +530,12 @@ def _name_in_answer(
     return any(f" {w} " in rest for w in words)
 
 
+def _query_words(query: str, name: str) -> frozenset[str]:
+    """The question's content words, the name's own left out."""
+    own = set(content_tokens(name))
+    return frozenset(t for t in content_tokens(query) if t not in own)
+
+
 def substituted_names(
     ground_truth: str, answer: str, query: str = ""
 ) -> tuple[NameSubstitution, ...]:
@@ -554,6 +567,9 @@ def substituted_names(
         own = _clause_words(gt, i)
         if len(own) < 3:  # "Dr. Mei-Lin Cho, previously ...": the sentence anchors it
             own = _sentence_words(gt, i)
+        if len(own) < 2 and query:
+            # a bare name ("The Broma process."): the question's words anchor it
+            own = own | _query_words(query, f.raw)
         if len(own) < 2:
             continue
         if unknown is None:

@@ -52,6 +52,7 @@ from ragtriage.diagnosis.facts import (
     extract_dates,
     extract_entities,
     extract_quantities,
+    stem,
 )
 from ragtriage.diagnosis.question_parts import QuestionPart, mentions_part, question_parts
 from ragtriage.judge.parsing import parse_answer_label
@@ -729,16 +730,31 @@ class GTCoverage:
         return tuple(u for u, c in zip(self.units, self.covered, strict=True) if not c)
 
 
-def gt_units(ground_truth: str) -> tuple[str, ...]:
+#: a semicolon between two statements of one sentence ("X is …; Y indicates …")
+_SEMICOLON = re.compile(r"\s*[;；]\s*")
+
+
+def gt_units(ground_truth: str, *, semicolons: bool = False) -> tuple[str, ...]:
     """The ground truth's fact units: its sentences with content (one unit for a short
-    ground truth)."""
-    units = [s.text for s in split_sentences(ground_truth) if content_tokens(s.text)]
+    ground truth); with ``semicolons``, a sentence's semicolon-separated statements
+    apart."""
+    units = [
+        u
+        for s in split_sentences(ground_truth)
+        for u in (
+            _SEMICOLON.split(s.text)
+            if semicolons and (";" in s.text or "；" in s.text)
+            else (s.text,)
+        )
+        if content_tokens(u)
+    ]
     return tuple(units) if units else (ground_truth,)
 
 
-def gt_coverage(ground_truth: str, answer: str) -> GTCoverage:
-    """Which fact units of the ground truth the answer covers (see :class:`GTCoverage`)."""
-    units = gt_units(ground_truth)
+def gt_coverage(ground_truth: str, answer: str, *, semicolons: bool = False) -> GTCoverage:
+    """Which fact units of the ground truth the answer covers (see :class:`GTCoverage`;
+    ``semicolons``: see :func:`gt_units`)."""
+    units = gt_units(ground_truth, semicolons=semicolons)
     bag = _bag(content_tokens(answer))
     covered = []
     for unit in units:
@@ -843,7 +859,7 @@ def _reviews_then_declines(view: AnswerView, gt: str, query: str) -> bool:
     if not (view.final_from == "whole answer" and view.n_sentences >= 2 and view.last_declines):
         return False
     last = view.declines[-1]
-    if _BEYOND.search(last) or _values(gt, view.text).contradicted:
+    if _BEYOND.search(last) or _values(gt, _slot_clauses(view.text, query)).contradicted:
         return False
     asked = set(content_tokens(query))
     if not _REFUSES.search(last) and (
@@ -853,6 +869,39 @@ def _reviews_then_declines(view: AnswerView, gt: str, query: str) -> bool:
     truth = set(content_tokens(gt))
     review = set(content_tokens(_outside(view.text, view.declines)))
     return bool(truth) and len(truth & review) < 0.5 * len(truth)
+
+
+#: where a review of the documents ends one statement and starts another
+_CLAUSE_END = re.compile(r"[,;:.!?，；：。！？\n]")
+
+
+def _slot_clauses(text: str, query: str) -> str:
+    """The clauses of ``text`` that name what the question asks for: at least half of
+    its words (stems) after its last possessive ("return on equity" of "What was
+    Acme's return on equity?", "净资产收益率" of "…的净资产收益率是多少"), else of its
+    words other than the names it gives. A review that lists other figures ("a debt
+    ratio of 40%") before declining the asked one states nothing in its place. All of
+    ``text`` when the question asks for nothing beyond its names."""
+    slot = _asked_words(query)
+    if not slot:
+        return text
+    return "\n".join(
+        c
+        for c in _CLAUSE_END.split(text)
+        if 2 * len(slot.intersection(stem(t) for t in content_tokens(c))) >= len(slot)
+    )
+
+
+_POSSESSIVE = re.compile(r"['’]s\b|的")
+
+
+def _asked_words(query: str) -> frozenset[str]:
+    named = {stem(t) for e in extract_entities(query) for t in content_tokens(e)}
+    for part in (_POSSESSIVE.split(query)[-1], query):
+        words = {stem(t) for t in content_tokens(part) if not t[:1].isdigit()} - named
+        if words:
+            return frozenset(words)
+    return frozenset()
 
 
 def _gt_facts_stated(example: Example, answer: str, coverage: GTCoverage) -> tuple[str, ...]:
@@ -921,22 +970,30 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
         or is_abstention(ans, example.query)
         or (not declined and _reviews_then_declines(view, gt, example.query))
     )
+    # an answer that declines a part covers the ground truth statement by statement,
+    # the statements of one sentence apart ("X means …; as for Y, I can't say")
+    by_statement = (
+        gt_coverage(gt, ans, semicolons=True)
+        if declined and (";" in gt or "；" in gt)
+        else coverage
+    )
     if (
         declined
         and not contained
-        and (coverage.share or 0.0) < _FULL_COVERAGE
+        and (by_statement.share or 0.0) < _FULL_COVERAGE
         and not (
             concludes_declining
-            and not _gt_facts_stated(example, ans, coverage)
+            and not _gt_facts_stated(example, ans, by_statement)
             and not _values(gt, ans).contradicted
         )
     ):
         names = ", ".join(repr(p.text) for p in declined)
+        n_stated, n_units = sum(by_statement.covered), len(by_statement.units)
         return _judgement(
             example,
             AnswerLabel.INCORRECT,
             f"partial abstention: declines {names} while answering the rest "
-            f"(covers {sum(coverage.covered)}/{len(coverage.units)} ground-truth statements)",
+            f"(covers {n_stated}/{n_units} ground-truth statements)",
             "partial_abstention",
         )
     declines = _has_cue(ans) or bool(view.declines)

@@ -141,7 +141,7 @@ _EN_DECLINE = re.compile(
     r"|(?:cannot|can't|can\s+not|could\s+not|couldn't|unable\s+to|impossible\s+to|"
     r"not\s+possible\s+to)\s+(?:be\s+)?(?:(?:reliably|accurately|definitively|fully|"
     r"directly)\s+)?(?:answer|determin|find|infer|conclud|identif|say|tell|know|provid|"
-    r"verif|confirm|establish|ascertain|compar)\w*"
+    r"verif|confirm|establish|ascertain|compar|state|specif|give|quote)\w*"
     r"|unanswerable|no\s+answer|unknown|not\s+known"
     r"|there\s+(?:is|are)\s+no\s+(?:specific\s+|explicit\s+|relevant\s+|available\s+)?"
     r"(?:information|mention|data|record|evidence|details?|indication)"

@@ -43,6 +43,7 @@ __all__ = [
     "key_terms",
     "normalize",
     "quantities_match",
+    "stem",
 ]
 
 # --------------------------------------------------------------------------- folding
@@ -1852,6 +1853,12 @@ def _compact(normalised: str) -> str:
 
 
 _RE_CJK_IDEOGRAPH = re.compile(r"[\u3400-\u9fff]")
+
+
+def stem(word: str) -> str:
+    """A light English stem ("decreasing", "decreased" -> "decreas"; "studies" ->
+    "study"); other words as they are."""
+    return _stem(word)
 
 
 @lru_cache(maxsize=65536)
