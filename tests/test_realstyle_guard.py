@@ -45,6 +45,8 @@ GUARDED_PARTS = (
     "fresh15",
     "fresh16",
     "fresh17",
+    "fresh18",
+    "fresh19",
 )
 PARTS = [ROOT / name for name in GUARDED_PARTS if (ROOT / name / "labels.jsonl").is_file()]
 
