@@ -378,3 +378,32 @@ def test_only_doubt_about_the_fact_downgrades_a_right_answer(
     gt: str, answer: str, label: str
 ) -> None:
     assert label_of("How much?", gt, answer) is AnswerLabel(label)
+
+
+@pytest.mark.parametrize(
+    ("query", "gt", "wrong", "right"),
+    [
+        (
+            # options named in another word order, or by part of them
+            "南京国际象棋大赛首届比赛与佩内塔首度跻身单打世界排名前十，哪一件事更早？",
+            "首届南京国际象棋大赛（2008年12月）更早；佩内塔在2010年法网后才首度跻身单打世界前十。",
+            "佩内塔在2010年法网后首度跻身单打世界前十，而首届南京国际象棋大赛在2008年12月举行，"
+            "所以佩内塔跻身前十更早。",
+            "首届南京国际象棋大赛于2008年12月举行，比佩内塔跻身前十更早。",
+        ),
+        (
+            # "是先……，还是先……": the options after the comma
+            "罗保铭是先担任共青团天津市委书记，还是先担任天津市大港区委书记？",
+            "先任共青团天津市委书记（1985年11月），后任大港区委书记（1994年10月）。",
+            "罗保铭1994年10月任大港区委书记，之后调任共青团天津市委书记。"
+            "综上所述，他是先担任天津市大港区委书记。",
+            "他先担任共青团天津市委书记（1985年），1994年才任大港区委书记。",
+        ),
+    ],
+)
+def test_chinese_comparison_picks_read_by_the_options_characters(
+    query: str, gt: str, wrong: str, right: str
+) -> None:
+    c = choice_conflict(query, gt, wrong)
+    assert c is not None and c.about_time
+    assert choice_conflict(query, gt, right) is None

@@ -47,6 +47,8 @@ GUARDED_PARTS = (
     "fresh17",
     "fresh18",
     "fresh19",
+    "fresh20",
+    "fresh21",
 )
 PARTS = [ROOT / name for name in GUARDED_PARTS if (ROOT / name / "labels.jsonl").is_file()]
 

@@ -352,7 +352,7 @@ _OR_EN = re.compile(
 )
 #: "A还是B", "A和B(相比)，哪…/谁…"
 _OR_ZH = re.compile(
-    r"([^，,：:；;？?。]{2,24}?)(?:还是|与|和|跟)([^，,：:；;？?。]{2,24}?)"
+    r"([^，,：:；;？?。]{2,24}?)(?:[，,]?\s*还是|与|和|跟)([^，,：:；;？?。]{2,24}?)"
     r"(?:相比)?[，,]?\s*(?=哪|谁|[？?]|$)"
 )
 _Q_LEAD = re.compile(
@@ -552,6 +552,60 @@ def _chosen(
     return named[0] if len(named) == 1 else -1
 
 
+def _cjk_bigrams(text: str) -> set[str]:
+    t = normalize(text)
+    return {t[i : i + 2] for i in range(len(t) - 1) if is_cjk(t[i]) and is_cjk(t[i + 1])}
+
+
+def _zh_option_grams(options: tuple[str, str]) -> tuple[frozenset[str], frozenset[str]]:
+    """Each Chinese option's character bigrams that the other option lacks: a text
+    names an option in its own word order ("首届南京国际象棋大赛" for
+    "南京国际象棋大赛首届比赛") or by part of it ("佩内塔跻身前十")."""
+    a, b = (_cjk_bigrams(_ZH_OPTION_TAIL.sub("", o)) for o in options)
+    return frozenset(a - b), frozenset(b - a)
+
+
+#: what a Chinese comparison is made against ("比B", "早于B", "与B相比"): no pick
+_ZH_AGAINST = re.compile(r"比|相比|对比|[早晚先后高低多少大小长短]于")
+
+
+def _zh_named(grams: tuple[frozenset[str], frozenset[str]], text: str) -> int:
+    """The option ``text`` names by at least two of its own bigrams and by more than
+    the other's; -1 when none or both equally."""
+    found = _cjk_bigrams(text)
+    hits = [len(g & found) for g in grams]
+    if max(hits) < 2 or hits[0] == hits[1]:
+        return -1
+    return 0 if hits[0] > hits[1] else 1
+
+
+def _zh_chosen(
+    text: str, grams: tuple[frozenset[str], frozenset[str]], cues: set[str], *, lead: bool
+) -> int:
+    """:func:`_chosen` for Chinese options, named by their bigrams: the option named in
+    a clause with a comparative word (before what it is compared against); else, with
+    ``lead``, the option the text opens with; else the only option a short text (two
+    clauses at most) names."""
+    parts = [p for c in clauses(text) for p in _PICK_SPLIT.split(c) if p.strip()]
+    for clause in parts:
+        if not any(c in clause for c in cues):
+            continue
+        picked = _zh_named(grams, _ZH_AGAINST.split(clause, maxsplit=1)[0])
+        if picked >= 0:
+            return picked
+    if any(_OPPOSITE[c] in text for c in cues if c in _OPPOSITE):
+        return -1
+    if parts and lead:
+        picked = _zh_named(grams, parts[0])
+        if picked >= 0:
+            return picked
+    if len(parts) > 2:  # a longer text that compares nothing picks nothing by naming
+        return -1
+    found = _cjk_bigrams(text)
+    named = [i for i in (0, 1) if len(grams[i] & found) >= 2]
+    return named[0] if len(named) == 1 else -1
+
+
 def choice_conflict(query: str, ground_truth: str, answer: str) -> ChoiceConflict | None:
     """For a two-way comparison question ("Which company was founded earlier, A or B?",
     "A和B哪家更早成立？"): the ground truth picks one option and the answer the other.
@@ -566,7 +620,10 @@ def choice_conflict(query: str, ground_truth: str, answer: str) -> ChoiceConflic
         # "更早" -> "早": a Chinese answer says "早于" / "最早" as often as "更早"
         m.group().lower().lstrip("更较最")
         for m in _COMPARATIVE.finditer(query)
-        if m.group().lower() not in _NOT_COMPARATIVE and m.group().lower() not in in_names
+        if m.group().lower() not in _NOT_COMPARATIVE
+        and m.group().lower() not in in_names
+        # "按时间先后" asks for an order, not which of two comes first
+        and not (m.group() in "先后" and "先后" in query)
     }
     if not cues:
         return None
@@ -575,8 +632,13 @@ def choice_conflict(query: str, ground_truth: str, answer: str) -> ChoiceConflic
         return None
     # a ground truth opens with its pick ("Saxby, founded in 1946; …"); an answer may
     # open with either ("Compared with Kestrel, Saxby …")
-    want = _chosen(ground_truth, keys, cues, lead=True)
-    got = _chosen(answer, keys, cues, lead=False)
+    if has_cjk(options[0]) and has_cjk(options[1]):
+        grams = _zh_option_grams(options)
+        want = _zh_chosen(ground_truth, grams, cues, lead=True)
+        got = _zh_chosen(answer, grams, cues, lead=False)
+    else:
+        want = _chosen(ground_truth, keys, cues, lead=True)
+        got = _chosen(answer, keys, cues, lead=False)
     if want < 0 or got < 0 or want == got:
         return None
     return ChoiceConflict(
