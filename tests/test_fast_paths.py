@@ -834,3 +834,13 @@ def test_content_support_equals_reference_on_real_style_traces() -> None:
     for t in real_traces(14):
         sources = [c.text for c in t.gt_doc_chunks[:4]]
         assert facts.content_support(t.answer, sources) == ref_content_support(t.answer, sources)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=200))
+def test_ascii_tokens_equal_the_pattern_on_any_ascii_text(text: str) -> None:
+    # control characters, underscores, quotes and every punctuation mark included
+    low = text.lower()
+    assert T._ascii_tokens(low) == T._LATIN_TOKEN.findall(low)
+    normalised = facts._compact(facts.normalize(text))
+    assert facts._terms(normalised) == ref_terms(normalised)

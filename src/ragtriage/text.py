@@ -187,9 +187,27 @@ def _latin_words(t: str) -> list[str]:
     """Lower-cased Latin tokens of ``t`` (no CJK), thousands separators removed."""
     if t.isascii():
         # lower-casing ASCII keeps every character's class: tokenize once, lower once
-        words = _LATIN_TOKEN.findall(t.lower())
+        words = _ascii_tokens(t.lower())
         return [w.replace(",", "") for w in words] if "," in t else words
     return [w.lower().replace(",", "") for w in _LATIN_TOKEN.findall(t)]
+
+
+#: ASCII characters no token holds, as blanks: letters, digits, apostrophes, hyphens,
+#: periods and commas are all a token may contain
+_ASCII_NON_TOKEN = {c: " " for c in range(128) if not (chr(c).isalnum() or chr(c) in "'-.,")}
+
+
+def _ascii_tokens(low: str) -> list[str]:
+    """``_LATIN_TOKEN.findall(low)`` for ASCII text, about twice as fast: a token never
+    spans a character no token holds, so the text splits there first (C loops), and
+    only pieces with an apostrophe, hyphen, period or comma go through the pattern."""
+    out: list[str] = []
+    for piece in low.translate(_ASCII_NON_TOKEN).split():
+        if piece.isalnum():
+            out.append(piece)
+        else:
+            out.extend(_LATIN_TOKEN.findall(piece))
+    return out
 
 
 def count_tokens(text: str) -> int:
