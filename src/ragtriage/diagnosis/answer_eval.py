@@ -751,6 +751,7 @@ def gt_units(ground_truth: str, *, semicolons: bool = False) -> tuple[str, ...]:
     return tuple(units) if units else (ground_truth,)
 
 
+@lru_cache(maxsize=512)
 def gt_coverage(ground_truth: str, answer: str, *, semicolons: bool = False) -> GTCoverage:
     """Which fact units of the ground truth the answer covers (see :class:`GTCoverage`;
     ``semicolons``: see :func:`gt_units`)."""

@@ -175,9 +175,11 @@ def _in(core: str, normalized_text: str) -> bool:
     return False
 
 
+@lru_cache(maxsize=4096)
 def mentions_part(part: QuestionPart, text: str) -> bool:
     """Whether ``text`` mentions ``part``: an entity by name (or name core); a clause by
-    most of its content words."""
+    most of its content words. Cached: stage, types and the answer evaluation ask it of
+    the same part and text."""
     nt = normalize(text)
     if part.kind == "entity":
         return any(_in(c, nt) for c in _cores(part.text))
