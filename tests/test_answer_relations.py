@@ -11,7 +11,7 @@ from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis.alignment import fact_swaps
 from ragtriage.diagnosis.answer_checks import numeral_conflict, opposite_terms
 from ragtriage.diagnosis.answer_eval import evaluate_rules, gt_units
-from ragtriage.diagnosis.facts import extract_entities
+from ragtriage.diagnosis.facts import extract_entities, extract_quantities
 from ragtriage.records import AnswerLabel, Example
 
 CFG = DiagnosisConfig()
@@ -559,3 +559,105 @@ def test_semicolon_statements_are_units_of_their_own() -> None:
     )
     assert label is AnswerLabel.INCORRECT
     assert rule == "partial_abstention", reason
+
+
+# -- namesakes, descriptions after "with", names that hold a number word ----------------------
+
+
+def test_a_namesake_is_another_person() -> None:
+    label, reason, rule = judge(
+        "Who was appointed CEO of HealthLife Solutions in November 2020?",
+        "Mr. David Thompson.",
+        "HealthLife Solutions named Mr. Michael Thompson as its CEO in November 2020.",
+        ("Mr. David Thompson",),
+    )
+    assert label is AnswerLabel.INCORRECT
+    assert rule == "name_substituted", reason
+    # the surname after a title is the same person
+    label, reason, _ = judge(
+        "Who was appointed CEO of HealthLife Solutions in November 2020?",
+        "Mr. David Thompson.",
+        "In November 2020 HealthLife Solutions appointed David Thompson; Mr. Thompson "
+        "had led its technology unit.",
+        ("Mr. David Thompson",),
+    )
+    assert label is AnswerLabel.CORRECT, reason
+
+
+def test_descriptions_after_with_exchanged_between_two_people() -> None:
+    gt = (
+        "Dr. Jane Henderson, with extensive experience in healthcare management, and Mr. "
+        "Michael Williams, with a strong background in technology and innovation."
+    )
+    answer = (
+        "- **Dr. Jane Henderson**: a strong background in technology and innovation\n"
+        "- **Mr. Michael Williams**: extensive experience in healthcare management"
+    )
+    label, reason, rule = judge(
+        "Who joined the board, and what background did each bring?", gt, answer
+    )
+    assert label is AnswerLabel.INCORRECT
+    assert rule == "fact_swap", reason
+    # "…, with Daniel Weir prosecuting": another name, its own clause (roles exchanged)
+    swapped = fact_swaps(
+        "Both were heard by Judge Helena Carvalho, with Daniel Weir prosecuting.",
+        "Both were heard by Judge Daniel Weir, with Helena Carvalho prosecuting.",
+    )
+    assert swapped
+
+
+def test_a_number_word_in_a_name_is_no_amount() -> None:
+    assert not extract_quantities("The Committee of Five drafted it; the Big Four audited it.")
+    assert [q.value for q in extract_quantities("Five members sat on the committee.")] == [5.0]
+    label, reason, rule = judge(
+        "How many years passed between Cook's arrival and the appointment of the Committee "
+        "of Five?",
+        "Six years: Cook arrived in 1770 and the Committee of Five was appointed in 1776.",
+        "Cook arrived in 1770. The Committee of Five was appointed in 1775. Thus, the answer "
+        "is five years.",
+    )
+    assert label is AnswerLabel.INCORRECT
+    assert rule == "value_conflict", reason
+
+
+# -- declines: compound words, "can't complete", one sentence that reviews and refuses ------
+
+
+def test_a_declined_second_entity_with_a_compound_figure_word() -> None:
+    label, reason, rule = judge(
+        "Compare the net profit of Sunrise Holidays in 2019 with that of HealthLife "
+        "Solutions in 2020.",
+        "Sunrise Holidays earned $12 million in 2019; HealthLife Solutions earned $50 "
+        "million in 2020, so HealthLife's was higher.",
+        "Sunrise Holidays reported a net profit of $12 million for 2019. The provided "
+        "context contains no net-profit figure for HealthLife Solutions in 2020, so I "
+        "can't complete the comparison.",
+    )
+    assert label is AnswerLabel.INCORRECT
+    assert rule == "partial_abstention", reason
+
+
+@pytest.mark.parametrize(
+    ("query", "gt", "answer", "keypoints"),
+    [
+        (
+            "凉茶舖又叫什么？",
+            "又名凉茶店。",
+            "提供的资料只讲到凉茶舖售卖的凉茶饮料不可含有西药成分、售卖茶叶蛋须持有牌照等规定，"
+            "没有提到凉茶舖的其他名称，所以我无法回答它又叫什么。",
+            ("凉茶店",),
+        ),
+        (
+            "What is the tea shop also called?",
+            "A herbal tea house.",
+            "The passage only covers the licensing rules for tea shops and the snacks they "
+            "sell, mentions no other name for them, so I can't answer that.",
+            ("herbal tea house",),
+        ),
+    ],
+)
+def test_one_sentence_that_reviews_then_refuses_abstains(
+    query: str, gt: str, answer: str, keypoints: tuple[str, ...]
+) -> None:
+    label, reason, _ = judge(query, gt, answer, keypoints)
+    assert label is AnswerLabel.ABSTAIN, reason

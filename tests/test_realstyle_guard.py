@@ -49,6 +49,8 @@ GUARDED_PARTS = (
     "fresh19",
     "fresh20",
     "fresh21",
+    "fresh22",
+    "fresh23",
 )
 PARTS = [ROOT / name for name in GUARDED_PARTS if (ROOT / name / "labels.jsonl").is_file()]
 

@@ -46,7 +46,11 @@ __all__ = ["FactSwap", "NameSubstitution", "fact_swaps", "is_initials", "substit
 
 #: clause boundaries: sentence ends, semicolons, colons, commas, and clause conjunctions
 _CLAUSE_BOUNDARY = re.compile(
-    r"[.;!?。；！？\n，：]|[,:、](?!\d)|\b(?:and|while|whereas|but|then|after|before|until)\b"
+    # a comma before "with" and a description attaches it to the name before it ("Dr.
+    # Jane Henderson, with experience in healthcare management, and …"; not "…, with
+    # Daniel Weir prosecuting": another name, another clause)
+    r"[.;!?。；！？\n，：]|,(?!\d)(?![ \t]*with[ \t]+(?-i:[a-z]))|[:、](?!\d)"
+    r"|\b(?:and|while|whereas|but|then|after|before|until)\b"
     r"|而|并且|随后|其后|之后|然后|但",
     re.IGNORECASE,
 )
@@ -507,7 +511,32 @@ def _name_known(name: str, known_norm: str, known_names: list[str]) -> bool:
     if any(is_initials(k, n) for k in known_names):  # "United States" for "US"
         return True
     words = {w for w in n.split() if len(w) > 3}
-    return any(words & {w for w in k.split() if len(w) > 3} for k in known_names)
+    return any(
+        words & {w for w in k.split() if len(w) > 3} for k in known_names if not _namesake(n, k)
+    )
+
+
+def _namesake(a: str, b: str) -> bool:
+    """Two normalised person names with the same surname and other first names
+    ("michael thompson", "david thompson"): two people, not one name written twice."""
+    aw, bw = a.split(), b.split()
+    return (
+        len(aw) >= 2
+        and len(bw) >= 2
+        and aw[-1] == bw[-1]
+        and len(aw[-2]) > 1
+        and len(bw[-2]) > 1
+        and aw[-2] != bw[-2]
+        and aw[-2].isalpha()
+        and bw[-2].isalpha()
+        and aw[-1].isalpha()
+        and aw[-2] not in _TITLES
+        and bw[-2] not in _TITLES
+    )
+
+
+#: words before a surname that name no other person ("Mr. Thompson")
+_TITLES = frozenset("mr mrs ms miss dr prof sir madam mx".split())
 
 
 def _name_in_answer(
@@ -527,6 +556,12 @@ def _name_in_answer(
         o = normalize(other.raw)
         if o != n and o:
             rest = rest.replace(f" {o} ", " ")
+    first, last = n.split()[-2:] if " " in n else ("", "")
+    if first.isalpha() and len(first) > 1 and last.isalpha() and first not in _TITLES:
+        # the surname only after another first name is a namesake ("Michael Thompson"
+        # for "David Thompson"), not the name
+        others = "|".join(map(re.escape, sorted(_TITLES | {first})))
+        rest = re.sub(rf" (?!(?:{others}) )[a-z]{{2,}} {re.escape(last)} ", " ", rest)
     return any(f" {w} " in rest for w in words)
 
 

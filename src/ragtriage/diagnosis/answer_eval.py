@@ -506,8 +506,9 @@ def answer_facts(
                     for c in pieces
                     if any(_entity_in(a, normalize(c)) or _spelled_out(a, c) for a in anchors)
                 ]
-                # and state the rest: the name's own words ("J. Hall") count once, there
-                named = {t for a in anchors for t in content_tokens(a)}
+                # and state the rest: the name's own words ("J. Hall") count once, there,
+                # and a title before the name ("Mr. David Thompson") is no rest
+                named = {t for a in anchors for t in content_tokens(a)} | _TITLE_WORDS
                 said = Counter({t: n for t, n in bag.items() if t not in named}) or bag
             else:
                 spans = [answer]
@@ -532,6 +533,10 @@ def answer_facts(
         keypoint_coverage=coverage,
         first_keypoint=first_hit,
     )
+
+
+#: titles before a person's name
+_TITLE_WORDS = frozenset("mr mrs ms miss dr prof sir madam mx".split())
 
 
 def _rival_names(answer: str, gt: str, query: str) -> bool:
@@ -856,10 +861,20 @@ def _reviews_then_declines(view: AnswerView, gt: str, query: str) -> bool:
     the question (it refuses to answer, or names a third of the question's words), not
     of what lies beyond an answer given ("… do not describe any other complications") or
     of a side matter ("… does not say whether he appealed"); the review says little of
-    the ground truth and contradicts none of its values."""
-    if not (view.final_from == "whole answer" and view.n_sentences >= 2 and view.last_declines):
+    the ground truth and contradicts none of its values. One sentence may hold both,
+    when it ends refusing to answer ("资料只讲到……，没有提到……，所以我无法回答").
+    The review is what lies outside the declining clauses."""
+    if not (view.final_from == "whole answer" and view.last_declines):
         return False
     last = view.declines[-1]
+    if view.n_sentences < 2:
+        if not (
+            view.declining_clauses
+            and _REFUSES.search(view.declining_clauses[-1])
+            and not view.text.startswith(view.declining_clauses[0])
+        ):
+            return False
+        last = view.declining_clauses[-1]
     if _BEYOND.search(last) or _values(gt, _slot_clauses(view.text, query)).contradicted:
         return False
     asked = set(content_tokens(query))
@@ -868,7 +883,8 @@ def _reviews_then_declines(view: AnswerView, gt: str, query: str) -> bool:
     ):
         return False
     truth = set(content_tokens(gt))
-    review = set(content_tokens(_outside(view.text, view.declines)))
+    declined = view.declines if view.n_sentences >= 2 else view.declining_clauses
+    review = set(content_tokens(_outside(view.text, declined)))
     return bool(truth) and len(truth & review) < 0.5 * len(truth)
 
 
@@ -923,7 +939,10 @@ def _gt_facts_stated(example: Example, answer: str, coverage: GTCoverage) -> tup
         bag = _bag(content_tokens(kp))
         if set(bag) <= q_tokens:
             continue
-        if _keypoint_in(kp, bag, answer):
+        # the keypoint's own words, not the question's ("凉茶店" is not stated by
+        # "凉茶舖", the question's subject)
+        own = Counter({t: n for t, n in bag.items() if t not in q_tokens})
+        if _keypoint_in(kp, own, answer):
             out.append(kp)
     return tuple(dict.fromkeys(out))
 

@@ -546,10 +546,16 @@ def _en_number_words(t: str) -> list[_Core]:
                 continue
             break
         value = _parse_en_words(t[s:end])
-        if value is not None:
+        # a capitalised number word after a capitalised word is part of a name ("the
+        # Committee of Five", "the Big Four"), not an amount
+        in_name = t[s].isupper() and _RE_NAME_BEFORE.search(t, max(0, s - 40), s) is not None
+        if value is not None and not in_name:
             cores.append(_Core(value, s, end, True))
         i = j + 1
     return cores
+
+
+_RE_NAME_BEFORE = re.compile(r"\b[A-Z][a-z]+[ \t]+(?:of[ \t]+(?:the[ \t]+)?)?\Z")
 
 
 _NOT_BEFORE_NUMBER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_.,")
