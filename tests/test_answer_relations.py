@@ -661,3 +661,60 @@ def test_one_sentence_that_reviews_then_refuses_abstains(
 ) -> None:
     label, reason, _ = judge(query, gt, answer, keypoints)
     assert label is AnswerLabel.ABSTAIN, reason
+
+
+@pytest.mark.parametrize(
+    ("query", "gt", "answer"),
+    [
+        (
+            "What were Innovate Tech Solutions' debt ratio and debt to assets ratio?",
+            "The debt ratio was 20% and the debt to assets ratio was 25%.",
+            "Innovate Tech Solutions' debt ratio stood at 25%, and its debt to assets ratio "
+            "at 20%.",
+        ),
+        (
+            "该公司2020年的利润和净利润分别是多少？",
+            "利润为20亿元，净利润为15亿元。",
+            "该公司2020年利润为15亿元，净利润为20亿元。",
+        ),
+    ],
+)
+def test_values_exchanged_between_nested_slots(query: str, gt: str, answer: str) -> None:
+    # one slot's words hold the other's ("debt ratio" / "debt to assets ratio")
+    label, reason, rule = judge(query, gt, answer)
+    assert label is AnswerLabel.INCORRECT
+    assert rule == "fact_swap", reason
+    assert judge(query, gt, gt)[0] is AnswerLabel.CORRECT
+
+
+def test_a_declined_clause_states_no_part_of_the_ground_truth() -> None:
+    # the due-diligence clause declines: it covers nothing, so the part is declined
+    label, reason, rule = judge(
+        "Which company did Innovate Tech Solutions acquire in March 2017, and when was the "
+        "due diligence for it conducted?",
+        "It acquired NextGen Technologies; the due diligence was conducted in February 2017.",
+        "Innovate Tech Solutions acquired NextGen Technologies; according to the context this "
+        "happened in February 2017. The documents do not say when the due diligence for the "
+        "deal was carried out.",
+        ("NextGen Technologies", "February 2017"),
+    )
+    assert label is AnswerLabel.INCORRECT
+    assert rule == "partial_abstention", reason
+    label, reason, rule = judge(
+        "Which river does the Shenandoah join near Harpers Ferry, and which river does the "
+        "Catawba become?",
+        "The Shenandoah joins the Potomac near Harpers Ferry; the Catawba becomes the Wateree "
+        "River.",
+        "The Shenandoah joins the Potomac from the southwest near Harpers Ferry. I could not "
+        "find anything in the retrieved passages about what the Catawba River becomes.",
+        ("Shenandoah joins the Potomac", "Catawba becomes the Wateree River"),
+    )
+    assert label is AnswerLabel.INCORRECT
+    assert rule == "partial_abstention", reason
+
+
+def test_unknown_to_someone_is_no_decline() -> None:
+    from ragtriage.diagnosis.answer_styles import declining_sentence
+
+    assert not declining_sentence("Howe, unknown to the Americans, had brought his army round.")
+    assert declining_sentence("The date of the move is unknown.")

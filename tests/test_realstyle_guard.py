@@ -51,6 +51,8 @@ GUARDED_PARTS = (
     "fresh21",
     "fresh22",
     "fresh23",
+    "fresh24",
+    "fresh25",
 )
 PARTS = [ROOT / name for name in GUARDED_PARTS if (ROOT / name / "labels.jsonl").is_file()]
 

@@ -483,9 +483,24 @@ def fact_swaps(ground_truth: str, answer: str) -> tuple[FactSwap, ...]:
                 cross_i >= _MIN_ANCHOR
                 and cross_k >= _MIN_ANCHOR
                 and (cross_i > own_i and cross_k > own_k)
-            ):
+            ) or _nested_swap(gi, gk, ai, ak):
                 swaps.append(FactSwap(fi.kind.split(":")[0], fi.raw, fk.raw))
     return tuple(swaps)
+
+
+def _nested_swap(
+    gi: frozenset[str], gk: frozenset[str], ai: frozenset[str], ak: frozenset[str]
+) -> bool:
+    """Slots whose words nest ("the debt ratio" / "the debt to assets ratio"): the
+    fact of the shorter slot stated with the longer slot's extra words, and the other
+    fact with the shorter slot's words and none of them."""
+    if gi < gk:
+        extra = gk - gi
+        return bool(ai & extra) and not (ak & extra) and gi <= ak
+    if gk < gi:
+        extra = gi - gk
+        return bool(ak & extra) and not (ai & extra) and gk <= ai
+    return False
 
 
 def is_initials(short: str, name: str) -> bool:

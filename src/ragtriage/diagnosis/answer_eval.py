@@ -442,6 +442,7 @@ def answer_facts(
     *,
     values: _Values | None = None,
     query: str = "",
+    declined: Sequence[str] = (),
 ) -> AnswerFacts:
     """Overlap, containment, keypoint coverage and key-fact agreement of an answer.
 
@@ -450,7 +451,8 @@ def answer_facts(
     ``query`` already says is not asked of the answer: a concise answer ("November 8,
     2013.") need not repeat the question's subject, so ground-truth words and names
     that the query holds are left out of the recall and of the key facts (when the
-    ground truth says anything else).
+    ground truth says anything else). A keypoint is not stated by the ``declined``
+    clauses of the answer ("… does not say when the due diligence was carried out").
     """
     na, ng = normalize(answer), normalize(ground_truth)
     answer_bag = _bag(content_tokens(answer))
@@ -479,18 +481,21 @@ def answer_facts(
     points = [(k, bag) for k, bag in points if bag or normalize(k) in _POLAR]
     first_hit: bool | None = None
     if points:
-        first_hit = _contains(na, normalize(points[0][0]))
+        # what the answer asserts: its declining clauses left out
+        kp_text = _outside(answer, tuple(declined)) if declined else answer
+        kp_na = normalize(kp_text) if declined else na
+        first_hit = _contains(kp_na, normalize(points[0][0]))
         covered = 0
         pieces: list[str] | None = None
         anchors_all = [p.text for p in question_parts(query)] if query else []
         for kp, bag in points:
             if normalize(kp) in _POLAR:  # a bare yes/no: the answer's opening word
-                hit = _keypoint_in(kp, bag, answer)
+                hit = _keypoint_in(kp, bag, kp_text)
                 covered += hit
                 if kp == points[0][0]:
                     first_hit = hit
                 continue
-            if _contains(na, normalize(kp)):
+            if _contains(kp_na, normalize(kp)):
                 covered += 1
                 continue
             # a keypoint naming a person or company must hold within one clause, line or
@@ -499,7 +504,7 @@ def answer_facts(
             said = bag
             if anchors:
                 if pieces is None:
-                    pieces = clauses(answer)
+                    pieces = clauses(kp_text)
                 # the clause must name the keypoint's subject itself
                 spans = [
                     c
@@ -511,7 +516,7 @@ def answer_facts(
                 named = {t for a in anchors for t in content_tokens(a)} | _TITLE_WORDS
                 said = Counter({t: n for t, n in bag.items() if t not in named}) or bag
             else:
-                spans = [answer]
+                spans = [kp_text]
             if any(_keypoint_in(kp, said, span) for span in spans):
                 covered += 1
                 if kp == points[0][0]:
@@ -992,9 +997,10 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
     )
     # an answer that declines a part covers the ground truth statement by statement,
     # the statements of one sentence apart ("X means …; as for Y, I can't say")
+    # (what it asserts: its declining clauses cover nothing)
     by_statement = (
-        gt_coverage(gt, ans, semicolons=True)
-        if declined and (";" in gt or "；" in gt)
+        gt_coverage(gt, _outside(ans, view.declining_clauses), semicolons=True)
+        if declined
         else coverage
     )
     if (
@@ -1177,7 +1183,14 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             f"{replaced.expected!r} ({replaced.clause[:80]!r})",
             "entity_value",
         )
-    facts = answer_facts(ans, gt, example.keypoints, values=values, query=example.query)
+    facts = answer_facts(
+        ans,
+        gt,
+        example.keypoints,
+        values=values,
+        query=example.query,
+        declined=view.declining_clauses,
+    )
     if facts.keypoint_coverage is not None and facts.keypoint_coverage < 1.0:
         for point in example.keypoints:
             conflict = slot_conflict(point, committed, example.query, ground_truth=gt)

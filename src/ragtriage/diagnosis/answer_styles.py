@@ -143,7 +143,7 @@ _EN_DECLINE = re.compile(
     r"directly)\s+)?(?:answer|determin|find|infer|conclud|identif|say|tell|know|provid|"
     r"verif|confirm|establish|ascertain|compar|state|specif|give|quote|complet|calculat|"
     r"comput)\w*"
-    r"|unanswerable|no\s+answer|unknown|not\s+known"
+    r"|unanswerable|no\s+answer|unknown(?!\s+to\b)|not\s+known(?!\s+to\b)"
     r"|there\s+(?:is|are)\s+no\s+(?:specific\s+|explicit\s+|relevant\s+|available\s+)?"
     r"(?:information|mention|data|record|evidence|details?|indication)"
     r")\b",

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from ragtriage.diagnosis.facts import extract_concepts, extract_entities
+from ragtriage.diagnosis.facts import extract_concepts, extract_entities, stem
 from ragtriage.text import has_cjk, normalize
 
 __all__ = [
@@ -185,10 +185,11 @@ def mentions_part(part: QuestionPart, text: str) -> bool:
         return any(_in(c, nt) for c in _cores(part.text))
     from ragtriage.text import content_tokens
 
-    need = set(content_tokens(part.text))
+    # stems: "acquired" states the "acquire" of the question
+    need = {stem(t) for t in content_tokens(part.text)}
     if not need:
         return False
-    have = set(content_tokens(text))
+    have = {stem(t) for t in content_tokens(text)}
     return len(need & have) / len(need) >= 0.6
 
 
