@@ -718,3 +718,43 @@ def test_unknown_to_someone_is_no_decline() -> None:
 
     assert not declining_sentence("Howe, unknown to the Americans, had brought his army round.")
     assert declining_sentence("The date of the move is unknown.")
+
+
+def test_a_yes_no_clause_is_a_question_part() -> None:
+    label, reason, rule = judge(
+        "Is there a height limit for Kentucky Derby jockeys, and how tall are jockeys typically?",
+        "There is no height limit; jockeys typically stand around 4 ft 10 in to 5 ft 6 in.",
+        "There is no height limit for jockeys, although the weight limits mean they tend to be "
+        "short. The documents don't say how tall jockeys typically are, though.",
+    )
+    assert label is AnswerLabel.INCORRECT
+    assert rule == "partial_abstention", reason
+
+
+def test_decimals_exchanged_between_list_items() -> None:
+    # a decimal point ends no clause: "2.1" stays one figure of its item
+    label, reason, rule = judge(
+        "What were her Free T4, Total T3 and TSH values?",
+        "Free T4 2.4 ng/dL, Total T3 2.1 ng/mL and TSH suppressed below 0.01 μIU/mL.",
+        "Her Free T4 was 2.1 ng/dL, her Total T3 2.4 ng/mL, and her TSH was suppressed "
+        "(<0.01 μIU/mL).",
+    )
+    assert label is AnswerLabel.INCORRECT
+    assert rule == "fact_swap", reason
+
+
+@pytest.mark.parametrize(
+    ("gt", "answer"),
+    [
+        (
+            "The chest X-ray showed consolidation in the right lower lobe.",
+            "Her chest X-ray showed consolidation in the left lower lobe.",
+        ),
+        ("胸片示右下肺实变。", "胸片示左下肺实变。"),
+    ],
+)
+def test_a_side_flipped_before_another_qualifier(gt: str, answer: str) -> None:
+    # "lower" (a value of another family) between the side and its noun is passed over
+    label, reason, rule = judge("What did the chest X-ray show?", gt, answer)
+    assert label is AnswerLabel.INCORRECT
+    assert rule == "opposite_term", reason

@@ -53,6 +53,8 @@ GUARDED_PARTS = (
     "fresh23",
     "fresh24",
     "fresh25",
+    "fresh26",
+    "fresh27",
 )
 PARTS = [ROOT / name for name in GUARDED_PARTS if (ROOT / name / "labels.jsonl").is_file()]
 

@@ -49,7 +49,7 @@ _CLAUSE_BOUNDARY = re.compile(
     # a comma before "with" and a description attaches it to the name before it ("Dr.
     # Jane Henderson, with experience in healthcare management, and …"; not "…, with
     # Daniel Weir prosecuting": another name, another clause)
-    r"[.;!?。；！？\n，：]|,(?!\d)(?![ \t]*with[ \t]+(?-i:[a-z]))|[:、](?!\d)"
+    r"\.(?!\d)|[;!?。；！？\n，：]|,(?!\d)(?![ \t]*with[ \t]+(?-i:[a-z]))|[:、](?!\d)"
     r"|\b(?:and|while|whereas|but|then|after|before|until)\b"
     r"|而|并且|随后|其后|之后|然后|但",
     re.IGNORECASE,

@@ -843,14 +843,20 @@ def _en_terms(text: str) -> set[_Term]:
         if found is None:
             continue
         fam, value = found
-        # the nearest content word on each side, within two words
+        # the nearest content word on each side, within two words; a value word of
+        # another family between is passed over ("right lower lobe": "lobe")
         sides: list[str] = []
         for step in (-1, 1):
-            for j in (i + step, i + 2 * step):
+            skipped = False
+            for d in (1, 2, 3):
+                j = i + d * step
                 if not 0 <= j < len(words):
                     break
                 n = words[j]
-                if n in _VALUE_EN or n in _EN_BARRIERS:
+                if d == 1 and n in _VALUE_EN and _VALUE_EN[n][0] != fam:
+                    skipped = True
+                    continue
+                if (d == 3 and not skipped) or n in _VALUE_EN or n in _EN_BARRIERS:
                     break
                 if n not in STOPWORDS_EN:
                     sides.append(f"{'<' if step < 0 else '>'}{n}")

@@ -68,6 +68,12 @@ _EN_WH = re.compile(
     r"\b(?:what|when|where|who|whom|whose|which|why|how(?:\s+(?:many|much|long|often))?)\b",
     re.IGNORECASE,
 )
+#: a yes/no question opens with its auxiliary ("Is there a height limit …")
+_EN_POLAR = re.compile(
+    r"(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should)\s+"
+    r"(?:there|it|they|he|she|the|a|an|any|this|that)\b",
+    re.IGNORECASE,
+)
 _EN_CLAUSE_JOIN = re.compile(
     r",?\s+and\s+(?:(?:in|on|at|for|by|from|to|of|with|since|until)\s+)?"
     r"(?=(?:what|when|where|who|whom|whose|which|why|how)\b)",
@@ -123,7 +129,7 @@ def _clauses(query: str) -> list[str]:
         asks = [p for p in parts if _ZH_WH.search(p)]
         return asks if len(asks) >= 2 else []
     parts = [p.strip(" ?,.") for p in _EN_CLAUSE_JOIN.split(query) if p.strip(" ?,.")]
-    asks = [p for p in parts if _EN_WH.search(p)]
+    asks = [p for p in parts if _EN_WH.search(p) or _EN_POLAR.match(p)]
     return asks if len(asks) >= 2 else []
 
 
