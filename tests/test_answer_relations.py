@@ -758,3 +758,27 @@ def test_a_side_flipped_before_another_qualifier(gt: str, answer: str) -> None:
     label, reason, rule = judge("What did the chest X-ray show?", gt, answer)
     assert label is AnswerLabel.INCORRECT
     assert rule == "opposite_term", reason
+
+
+@pytest.mark.parametrize(
+    ("query", "gt", "answer"),
+    [
+        (
+            "What are the allergy histories of E. Chavez and V. Lewis?",
+            "E. Chavez has no known drug allergies; V. Lewis is allergic to penicillin.",
+            "The records provided for E. Chavez and V. Lewis only cover their chief complaints: "
+            "E. Chavez came in with palpitations and weight loss, and V. Lewis with fever and "
+            "cough. Neither excerpt includes the past-history section, so I cannot tell you "
+            "either patient's allergy history.",
+        ),
+        (
+            "张某某和李某某分别对什么药物过敏？",
+            "张某某无过敏史；李某某对青霉素过敏。",
+            "资料只记录了张某某和李某某的主诉：张某某因心悸入院，李某某因发热咳嗽入院。"
+            "两份资料均未包含既往史，因此无法回答两人的过敏史。",
+        ),
+    ],
+)
+def test_a_review_that_declines_every_part_abstains(query: str, gt: str, answer: str) -> None:
+    label, reason, _ = judge(query, gt, answer)
+    assert label is AnswerLabel.ABSTAIN, reason

@@ -116,7 +116,8 @@ _BEYOND = re.compile(r"\b(?:other|further|additional|else|more)\b|其他|其余|
 
 #: a refusal of the whole question ("so I can't answer that", "因此无法回答")
 _REFUSES = re.compile(
-    r"\b(?:can\s*not|can't|unable\s+to|not\s+able\s+to)\s+(?:\w+\s+)?answer\b|无法回答|不能回答|无法作答",
+    r"\b(?:can\s*not|can't|unable\s+to|not\s+able\s+to)\s+(?:\w+\s+)?(?:answer|tell\s+you)\b"
+    r"|无法回答|不能回答|无法作答",
     re.I,
 )
 
@@ -818,9 +819,19 @@ def _declined_parts(example: Example, view: AnswerView) -> list[QuestionPart]:
     if not answered:
         return []
     if not declined:
+        if any(_EVERY_PART.search(c) for c in view.declining_clauses):
+            return []  # "… I cannot tell you either patient's history": every part
         # "… so I can't say which went public earlier": the declined part is unnamed
         return [QuestionPart(view.declining_clauses[0], "clause")] if view.declining_clauses else []
     return declined
+
+
+#: a decline of every part of a question at once
+_EVERY_PART = re.compile(
+    r"\b(?:either|neither|both|any\s+of\s+(?:them|the\s+\w+)|all\s+(?:of\s+)?(?:them|these|those))\b"
+    r"|两者|二者|两人|两家|均|都",
+    re.IGNORECASE,
+)
 
 
 def _outside(text: str, sentences: tuple[str, ...]) -> str:
@@ -1023,8 +1034,15 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             "partial_abstention",
         )
     declines = _has_cue(ans) or bool(view.declines)
-    if declines and not contained and concludes_declining and (coverage.share or 0.0) < 0.5:
-        stated = _gt_facts_stated(example, ans, coverage)
+    # what it asserts, its declining clauses left out ("…均未包含既往史，因此无法回答两人的
+    # 过敏史" repeats the ground truth's words without stating them)
+    asserted = (
+        gt_coverage(gt, _outside(ans, view.declining_clauses))
+        if declines and concludes_declining and view.declining_clauses
+        else coverage
+    )
+    if declines and not contained and concludes_declining and (asserted.share or 0.0) < 0.5:
+        stated = _gt_facts_stated(example, ans, asserted)
         if stated:
             # it answers part of the question before declining the rest: a partial
             # abstention, which fails the question (the anonymous "the Norwegian group or
