@@ -697,6 +697,13 @@ _NUMBER_WORDS = {
 }
 
 
+@lru_cache(maxsize=256)
+def _answer_bag(text: str) -> Counter[str]:
+    """``_bag(content_tokens(text))`` of an answer, cached: the coverage of each ground-
+    truth statement reads it. Callers only read it."""
+    return _bag(content_tokens(text))
+
+
 def _bag(tokens: Sequence[str]) -> Counter[str]:
     """Token counts with English number words written as digits ("nine" -> "9"), so a
     number given in the other form is the same token on both sides."""
@@ -767,7 +774,7 @@ def gt_coverage(ground_truth: str, answer: str, *, semicolons: bool = False) -> 
     """Which fact units of the ground truth the answer covers (see :class:`GTCoverage`;
     ``semicolons``: see :func:`gt_units`)."""
     units = gt_units(ground_truth, semicolons=semicolons)
-    bag = _bag(content_tokens(answer))
+    bag = _answer_bag(answer)
     covered = []
     for unit in units:
         words = _bag(content_tokens(unit))
@@ -832,6 +839,18 @@ _EVERY_PART = re.compile(
     r"|两者|二者|两人|两家|均|都",
     re.IGNORECASE,
 )
+
+
+def _asserted_coverage(
+    gt: str, answer: str, declining: tuple[str, ...], *, semicolons: bool = False
+) -> GTCoverage:
+    """:func:`gt_coverage` of what ``answer`` asserts, its ``declining`` clauses left
+    out. Leaving text out covers nothing new: when the whole answer covers no statement,
+    neither does the rest (and the rest is not read)."""
+    full = gt_coverage(gt, answer, semicolons=semicolons)
+    if not declining or not any(full.covered):
+        return full
+    return gt_coverage(gt, _outside(answer, declining), semicolons=semicolons)
 
 
 def _outside(text: str, sentences: tuple[str, ...]) -> str:
@@ -1010,8 +1029,8 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
     # the statements of one sentence apart ("X means …; as for Y, I can't say")
     # (what it asserts: its declining clauses cover nothing)
     by_statement = (
-        gt_coverage(gt, _outside(ans, view.declining_clauses), semicolons=True)
-        if declined
+        _asserted_coverage(gt, ans, view.declining_clauses, semicolons=True)
+        if declined and not contained
         else coverage
     )
     if (
@@ -1037,8 +1056,8 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
     # what it asserts, its declining clauses left out ("…均未包含既往史，因此无法回答两人的
     # 过敏史" repeats the ground truth's words without stating them)
     asserted = (
-        gt_coverage(gt, _outside(ans, view.declining_clauses))
-        if declines and concludes_declining and view.declining_clauses
+        _asserted_coverage(gt, ans, view.declining_clauses)
+        if declines and not contained and concludes_declining
         else coverage
     )
     if declines and not contained and concludes_declining and (asserted.share or 0.0) < 0.5:
