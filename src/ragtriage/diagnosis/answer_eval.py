@@ -267,20 +267,6 @@ def _competes(a: DateMention, g: DateMention) -> bool:
     )
 
 
-def _states_all_values(unit: str, answer: str) -> bool:
-    """Whether the answer states every number and date of ``unit``."""
-    uq = extract_quantities(unit)
-    if uq:
-        pool = _answer_pool(answer)
-        if not all(pool.matches(q) for q in uq):
-            return False
-    ud = extract_dates(unit)
-    if ud:
-        ad = extract_dates(answer)
-        return all(any(dates_match(d, a) for a in ad) for d in ud)
-    return True
-
-
 #: units of one dimension: an amount in one competes with the ground truth's in another
 _DIMENSIONS = {
     **dict.fromkeys(("year", "month", "week", "day", "hour", "minute"), "time"),
@@ -773,15 +759,45 @@ def gt_units(ground_truth: str, *, semicolons: bool = False) -> tuple[str, ...]:
 def gt_coverage(ground_truth: str, answer: str, *, semicolons: bool = False) -> GTCoverage:
     """Which fact units of the ground truth the answer covers (see :class:`GTCoverage`;
     ``semicolons``: see :func:`gt_units`)."""
-    units = gt_units(ground_truth, semicolons=semicolons)
-    bag = _answer_bag(answer)
+    return _coverage(
+        gt_units(ground_truth, semicolons=semicolons),
+        _answer_bag(answer),
+        lambda: _answer_pool(answer),
+        lambda: extract_dates(answer),
+    )
+
+
+def _coverage(
+    units: tuple[str, ...],
+    bag: Counter[str],
+    pool: Callable[[], QuantityPool],
+    dates: Callable[[], Sequence[DateMention]],
+) -> GTCoverage:
+    """:func:`gt_coverage` over a text's token ``bag``, its quantities and dates (read
+    only for a statement with most of its words there and numbers or dates of its own)."""
     covered = []
     for unit in units:
         words = _bag(content_tokens(unit))
         recall = _overlap(bag, words)[1] if words else 0.0
-        ok = recall >= _UNIT_RECALL
-        covered.append(ok and _states_all_values(unit, answer))
+        covered.append(recall >= _UNIT_RECALL and _states_values(unit, pool, dates))
     return GTCoverage(units, tuple(covered))
+
+
+def _states_values(
+    unit: str, pool: Callable[[], QuantityPool], dates: Callable[[], Sequence[DateMention]]
+) -> bool:
+    """Whether a text states every number and date of ``unit`` (its quantities and
+    dates given lazily)."""
+    uq = extract_quantities(unit)
+    if uq:
+        found = pool()
+        if not all(found.matches(q) for q in uq):
+            return False
+    ud = extract_dates(unit)
+    if ud:
+        ad = dates()
+        return all(any(dates_match(d, a) for a in ad) for d in ud)
+    return True
 
 
 # -- the rules judge --------------------------------------------------------------------
@@ -850,7 +866,30 @@ def _asserted_coverage(
     full = gt_coverage(gt, answer, semicolons=semicolons)
     if not declining or not any(full.covered):
         return full
-    return gt_coverage(gt, _outside(answer, declining), semicolons=semicolons)
+    # its numbers and dates are the answer's outside the declining clauses (a clause
+    # ends at punctuation: what it leaves out reads no number of the rest)
+    cut = _spans_of(answer, declining)
+
+    def kept(start: int, end: int) -> bool:
+        return not any(s < end and start < e for s, e in cut)
+
+    return _coverage(
+        gt_units(gt, semicolons=semicolons),
+        _answer_bag(_outside(answer, declining)),
+        lambda: QuantityPool(q for q in extract_quantities(answer) if kept(q.start, q.end)),
+        lambda: [d for d in extract_dates(answer) if kept(d.start, d.end)],
+    )
+
+
+def _spans_of(text: str, pieces: tuple[str, ...]) -> list[tuple[int, int]]:
+    """Where each of ``pieces`` occurs in ``text`` (every occurrence)."""
+    out = []
+    for piece in pieces:
+        at = text.find(piece) if piece else -1
+        while at >= 0:
+            out.append((at, at + len(piece)))
+            at = text.find(piece, at + len(piece))
+    return out
 
 
 def _outside(text: str, sentences: tuple[str, ...]) -> str:
