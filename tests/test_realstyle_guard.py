@@ -55,6 +55,8 @@ GUARDED_PARTS = (
     "fresh25",
     "fresh26",
     "fresh27",
+    "fresh28",
+    "fresh29",
 )
 PARTS = [ROOT / name for name in GUARDED_PARTS if (ROOT / name / "labels.jsonl").is_file()]
 
