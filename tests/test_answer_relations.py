@@ -782,3 +782,31 @@ def test_a_side_flipped_before_another_qualifier(gt: str, answer: str) -> None:
 def test_a_review_that_declines_every_part_abstains(query: str, gt: str, answer: str) -> None:
     label, reason, _ = judge(query, gt, answer)
     assert label is AnswerLabel.ABSTAIN, reason
+
+
+@pytest.mark.parametrize(
+    ("query", "gt", "answer"),
+    [
+        (
+            "What did the pulmonary function tests show?",
+            "Reversible airway obstruction.",
+            "Her pulmonary function tests showed an irreversible airway obstruction.",
+        ),
+        ("肺功能检查提示什么？", "可逆性气道阻塞。", "肺功能检查提示不可逆性气道阻塞。"),
+    ],
+)
+def test_a_term_negated_by_a_prefix_fails(query: str, gt: str, answer: str) -> None:
+    label, reason, rule = judge(query, gt, answer)
+    assert label is AnswerLabel.INCORRECT
+    assert rule == "opposite_term", reason
+    assert judge(query, gt, gt)[0] is AnswerLabel.CORRECT
+
+
+def test_not_completely_sure_hedges() -> None:
+    label, reason, rule = judge(
+        "Until what year was the $2 bill produced as a United States Note?",
+        "Until 1966.",
+        "Production went on until 1966, though I'm not completely sure of the exact year.",
+    )
+    assert label is AnswerLabel.POSSIBLE_CORRECT
+    assert rule == "hedged", reason

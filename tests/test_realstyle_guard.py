@@ -57,6 +57,8 @@ GUARDED_PARTS = (
     "fresh27",
     "fresh28",
     "fresh29",
+    "fresh30",
+    "fresh31",
 )
 PARTS = [ROOT / name for name in GUARDED_PARTS if (ROOT / name / "labels.jsonl").is_file()]
 

@@ -941,6 +941,47 @@ def opposite_terms(ground_truth: str, answer: str) -> list[tuple[str, str]]:
     return out
 
 
+#: prefixes that negate an English word ("reversible" / "irreversible") or a Chinese
+#: one ("可逆" / "不可逆")
+_EN_NEGATIONS = ("un", "in", "ir", "il", "im", "non", "dis")
+_ZH_NEGATIONS = ("不", "非", "无")
+_ZH_PAIR = re.compile(r"(?=([\u4e00-\u9fff]{2})([\u4e00-\u9fff]{1,2}))")
+
+
+def negated_terms(ground_truth: str, answer: str) -> list[tuple[str, str]]:
+    """Ground-truth words the answer states negated by a prefix, or un-negated, before
+    the same next word ("irreversible airway" for "reversible airway", "不可逆性" for
+    "可逆性"), where the answer never says the ground truth's own form. Returns
+    (ground truth's wording, answer's wording) pairs."""
+    out: list[tuple[str, str]] = []
+    g_words, a_words = _EN_WORD.findall(ground_truth.lower()), _EN_WORD.findall(answer.lower())
+    a_next = set(pairwise(a_words))
+    a_set = set(a_words)
+    for w, n in pairwise(g_words):
+        if len(w) < 5 or not w.isalpha() or w in a_set:
+            continue
+        forms = [p + w for p in _EN_NEGATIONS]
+        forms += [w[len(p) :] for p in _EN_NEGATIONS if w.startswith(p) and len(w) - len(p) >= 5]
+        for f in forms:
+            if (f, n) in a_next:
+                out.append((f"{w} {n}", f"{f} {n}"))
+                break
+    if has_cjk(ground_truth) and has_cjk(answer):
+        for m in _ZH_PAIR.finditer(ground_truth):
+            term, nxt = m.group(1), m.group(2)
+            for neg in _ZH_NEGATIONS:
+                negated = neg + term + nxt
+                if (
+                    negated in answer
+                    and negated not in ground_truth
+                    and ground_truth[max(0, m.start() - 1) : m.start()] != neg
+                    and term + nxt not in answer.replace(negated, "")
+                ):
+                    out.append((term + nxt, negated))
+                    break
+    return out
+
+
 def _label(word: str, neighbour: str) -> str:
     where, n = neighbour[0], neighbour[1:]
     gap = "" if has_cjk(neighbour) else " "

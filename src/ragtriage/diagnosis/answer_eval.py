@@ -37,6 +37,7 @@ from ragtriage.diagnosis.answer_checks import (
     entity_value_conflict,
     impossible_dates,
     names_of,
+    negated_terms,
     numeral_conflict,
     opposite_terms,
     order_conflict,
@@ -1221,7 +1222,7 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             f"states {_show(tuple(flipped))} with the opposite direction of change",
             "direction_flip",
         )
-    opposite = opposite_terms(gt, committed)
+    opposite = opposite_terms(gt, committed) or negated_terms(gt, committed)
     if opposite:
         return _judgement(
             example,
@@ -1423,7 +1424,8 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
 #: completeness and correctness, not tone)
 _HEDGE = re.compile(
     r"\b(?:maybe|perhaps|possibly|probably|presumably|(?<!more\s)(?<!less\s)(?<!most\s)likely|might|"
-    r"may\s+(?:be|have)|not\s+(?:sure|certain)|"
+    r"may\s+(?:be|have)|not\s+(?:completely\s+|entirely\s+|totally\s+|quite\s+|fully\s+)?"
+    r"(?:sure|certain)|"
     r"I\s+(?:think|believe|guess|suspect)|unclear|uncertain)\b|可能|也许|大概|或许|"
     r"估计|不确定",
     re.IGNORECASE,
