@@ -758,6 +758,14 @@ _FAILS = [
         id="side-before-another-qualifier-zh",
     ),
     pytest.param(
+        "昌昌是在什么时期逐渐建成的？",
+        "于850年至1470年间逐渐建成。",
+        "于公元1850年至1470年间逐渐建成。",
+        (),
+        "value_conflict",
+        id="three-digit-year-in-a-range-zh",
+    ),
+    pytest.param(
         "What did the pulmonary function tests show?",
         "Reversible airway obstruction.",
         "Her pulmonary function tests showed an irreversible airway obstruction.",

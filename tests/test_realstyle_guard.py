@@ -59,6 +59,8 @@ GUARDED_PARTS = (
     "fresh29",
     "fresh30",
     "fresh31",
+    "fresh32",
+    "fresh33",
 )
 PARTS = [ROOT / name for name in GUARDED_PARTS if (ROOT / name / "labels.jsonl").is_file()]
 

@@ -949,6 +949,9 @@ _RE_ZH_DATE = re.compile(
     rf"(?:[ \t]*(\d{{1,2}}|{_ZH_SMALL_NUM})[ \t]*月份?"
     rf"(?:[ \t]*(\d{{1,2}}|{_ZH_SMALL_NUM})[ \t]*[日号])?)?(?:底|初|末)?"
 )
+_RE_ZH_YEAR_RANGE = re.compile(
+    r"(?<![\d.])(\d{3,4})年[ \t]*(?:至|到|—|–|-|~)[ \t]*(?:公元)?(\d{3,4})年"
+)
 _RE_ZH_QUARTER = re.compile(r"(?:(\d{4})[ \t]*年?[ \t]*)?第?([一二三四1-4])季度")
 _RE_ZH_MD = re.compile(
     rf"(?<![\d个〇零一二三四五六七八九十])(\d{{1,2}}|{_ZH_SMALL_NUM})[ \t]*月份?"
@@ -1120,6 +1123,12 @@ def _dates(text: str) -> tuple[DateMention, ...]:
             add(year, None, None, m.start(), m.end(), q)
         for m in _RE_ZH_MD.finditer(t):
             add(None, _small_int(m.group(1)), _small_int(m.group(2)), m.start(), m.end())
+        # a three-digit year in a range of years ("850年至1470年"): the four-digit
+        # pattern above does not read it
+        for m in _RE_ZH_YEAR_RANGE.finditer(t) if has_digit and "年" in t else ():
+            for g in (1, 2):
+                if len(m.group(g)) == 3:
+                    add(int(m.group(g)), None, None, m.start(g), m.end(g) + 1)
     for m in _RE_BARE_YEAR.finditer(t) if has_digit else ():
         if m.start() and t[m.start() - 1] in _NOT_BEFORE_YEAR:
             continue
