@@ -451,7 +451,7 @@ def _terms_by_runs(normalised: str) -> list[str]:
     """The former per-run implementation of facts._terms, kept here as the oracle."""
     import re
 
-    from ragtriage.diagnosis.facts import _stem
+    from ragtriage.diagnosis.facts import stem
     from ragtriage.text import STOPWORDS_EN
 
     out: list[str] = []
@@ -461,7 +461,7 @@ def _terms_by_runs(normalised: str) -> list[str]:
         stop = len(normalised) if run is None else run.start()
         for w in re.findall(r"[^\W_]+", normalised[pos:stop]):
             if w not in STOPWORDS_EN:
-                out.append(_stem(w))
+                out.append(stem(w))
         if run is None:
             break
         cjk = run.group()

@@ -639,7 +639,7 @@ def ref_terms(normalised: str) -> list[str]:
             else:
                 out.extend([piece[i : i + 2] for i in range(len(piece) - 1)])
         elif piece not in STOPWORDS_EN:
-            out.append(facts._stem(piece))
+            out.append(facts.stem(piece))
     return out
 
 
@@ -791,7 +791,7 @@ def ref_content_support(text: str, sources: list[str]) -> facts.Support:
         if len(low) < 2 or low in STOPWORDS_EN:
             continue
         total += 1
-        if facts._stem(low) not in support and low not in support:
+        if facts.stem(low) not in support and low not in support:
             unsupported += 1
             examples.append((m.start(), m.group()))
     for m in facts._RE_CJK_RUN.finditer(t):

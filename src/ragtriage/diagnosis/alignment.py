@@ -31,6 +31,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from ragtriage.diagnosis.facts import (
+    TITLES,
     DateMention,
     Quantity,
     dates_match,
@@ -545,13 +546,9 @@ def _namesake(a: str, b: str) -> bool:
         and aw[-2].isalpha()
         and bw[-2].isalpha()
         and aw[-1].isalpha()
-        and aw[-2] not in _TITLES
-        and bw[-2] not in _TITLES
+        and aw[-2] not in TITLES
+        and bw[-2] not in TITLES
     )
-
-
-#: words before a surname that name no other person ("Mr. Thompson")
-_TITLES = frozenset("mr mrs ms miss dr prof sir madam mx".split())
 
 
 def _name_in_answer(
@@ -572,10 +569,10 @@ def _name_in_answer(
         if o != n and o:
             rest = rest.replace(f" {o} ", " ")
     first, last = n.split()[-2:] if " " in n else ("", "")
-    if first.isalpha() and len(first) > 1 and last.isalpha() and first not in _TITLES:
+    if first.isalpha() and len(first) > 1 and last.isalpha() and first not in TITLES:
         # the surname only after another first name is a namesake ("Michael Thompson"
         # for "David Thompson"), not the name
-        others = "|".join(map(re.escape, sorted(_TITLES | {first})))
+        others = "|".join(map(re.escape, sorted(TITLES | {first})))
         rest = re.sub(rf" (?!(?:{others}) )[a-z]{{2,}} {re.escape(last)} ", " ", rest)
     return any(f" {w} " in rest for w in words)
 

@@ -46,6 +46,7 @@ from ragtriage.diagnosis.answer_checks import (
 )
 from ragtriage.diagnosis.answer_styles import AnswerView, answer_view, declining_sentence
 from ragtriage.diagnosis.facts import (
+    TITLES,
     DateMention,
     Quantity,
     QuantityPool,
@@ -501,7 +502,7 @@ def answer_facts(
                 ]
                 # and state the rest: the name's own words ("J. Hall") count once, there,
                 # and a title before the name ("Mr. David Thompson") is no rest
-                named = {t for a in anchors for t in content_tokens(a)} | _TITLE_WORDS
+                named = {t for a in anchors for t in content_tokens(a)} | TITLES
                 said = Counter({t: n for t, n in bag.items() if t not in named}) or bag
             else:
                 spans = [kp_text]
@@ -526,10 +527,6 @@ def answer_facts(
         keypoint_coverage=coverage,
         first_keypoint=first_hit,
     )
-
-
-#: titles before a person's name
-_TITLE_WORDS = frozenset("mr mrs ms miss dr prof sir madam mx".split())
 
 
 def _rival_names(answer: str, gt: str, query: str) -> bool:

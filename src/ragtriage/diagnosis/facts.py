@@ -28,6 +28,7 @@ from ragtriage.text import STOPWORDS_EN, is_cjk
 from ragtriage.text import normalize as _text_normalize
 
 __all__ = [
+    "TITLES",
     "DateMention",
     "Quantity",
     "QuantityPool",
@@ -1189,8 +1190,9 @@ def date_order(a: DateMention, b: DateMention) -> int | None:
 
 # --------------------------------------------------------------------------- entities
 
-_TITLES = frozenset(
-    "mr mrs ms miss dr prof professor judge justice sir madam president ceo chairman "
+#: words before a person's name that are no part of it ("Mr.", "Judge", "CEO")
+TITLES = frozenset(
+    "mr mrs ms mx miss dr prof professor judge justice sir madam president ceo chairman "
     "director senator governor mayor officer attorney".split()
 )
 _ORG_SUFFIX_EN = frozenset(
@@ -1443,7 +1445,7 @@ def _clean_en_entity(tokens: list[str], at_sentence_start: bool) -> list[str]:
         or tokens[0].lower() in _CURRENCY_CODES
         or tokens[0].lower() in STOPWORDS_EN
         or tokens[0].lower().rstrip(".") in _EN_STARTERS
-        or tokens[0].lower().rstrip(".") in _TITLES
+        or tokens[0].lower().rstrip(".") in TITLES
     ):
         tokens = tokens[1:]
     for i, tok in enumerate(tokens):
@@ -1874,14 +1876,10 @@ def _compact(normalised: str) -> str:
 _RE_CJK_IDEOGRAPH = re.compile(r"[\u3400-\u9fff]")
 
 
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A light English stem ("decreasing", "decreased" -> "decreas"; "studies" ->
-    "study"); other words as they are."""
-    return _stem(word)
-
-
-@lru_cache(maxsize=65536)
-def _stem(word: str) -> str:
+    "study"); other words as they are. Cached."""
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
     if len(word) > 5 and word.endswith("ing"):
@@ -1908,10 +1906,10 @@ def _terms(normalised: str) -> list[str]:
     if normalised.isascii() and normalised.replace(" ", "").isalnum():
         # normalised ASCII of letters and digits between single blanks: its pieces are
         # its words
-        return list(map(_stem, filterfalse(stop.__contains__, normalised.split())))
+        return list(map(stem, filterfalse(stop.__contains__, normalised.split())))
     pieces = _RE_TERM_PIECE.findall(normalised)
     if _RE_TERM_CJK.search(normalised) is None:  # Latin words only: stem them in C loops
-        return list(map(_stem, filterfalse(stop.__contains__, pieces)))
+        return list(map(stem, filterfalse(stop.__contains__, pieces)))
     out: list[str] = []
     for piece in pieces:
         c = piece[0]
@@ -1921,7 +1919,7 @@ def _terms(normalised: str) -> list[str]:
             else:
                 out.extend([piece[i : i + 2] for i in range(len(piece) - 1)])
         elif piece not in stop:
-            out.append(_stem(piece))
+            out.append(stem(piece))
     return out
 
 
@@ -2058,7 +2056,7 @@ def _short_forms(concept: str) -> tuple[re.Pattern[str], ...]:
     if len(words) < 2 or not all(w[:1].isupper() for w in words):
         return ()
     forms: list[str] = []
-    if re.fullmatch(r"[A-Z]\.", words[0]) or words[0].lower().rstrip(".") in _TITLES:
+    if re.fullmatch(r"[A-Z]\.", words[0]) or words[0].lower().rstrip(".") in TITLES:
         forms.append(words[-1])  # M. Cooper, Dr. Smith
     else:
         head = words[0].rstrip(".")
@@ -2124,7 +2122,7 @@ def _content_units(
         ],
     )
     words = tuple(
-        (m.start(), m.group(), low, _stem(low))
+        (m.start(), m.group(), low, stem(low))
         for m in _RE_LATIN_ALPHA.finditer(t)
         if len(low := m.group().lower()) >= 2 and low not in STOPWORDS_EN
     )

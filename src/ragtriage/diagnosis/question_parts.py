@@ -189,14 +189,19 @@ def mentions_part(part: QuestionPart, text: str) -> bool:
     nt = normalize(text)
     if part.kind == "entity":
         return any(_in(c, nt) for c in _cores(part.text))
-    from ragtriage.text import content_tokens
-
     # stems: "acquired" states the "acquire" of the question
-    need = {stem(t) for t in content_tokens(part.text)}
+    need = _stems(part.text)
     if not need:
         return False
-    have = {stem(t) for t in content_tokens(text)}
-    return len(need & have) / len(need) >= 0.6
+    return len(need & _stems(text)) / len(need) >= 0.6
+
+
+@lru_cache(maxsize=1024)
+def _stems(text: str) -> frozenset[str]:
+    """Stems of the content words of ``text`` (each text once, for every part asked of it)."""
+    from ragtriage.text import content_tokens
+
+    return frozenset(stem(t) for t in content_tokens(text))
 
 
 @dataclass(frozen=True, slots=True)
