@@ -36,6 +36,7 @@ from ragtriage.diagnosis.facts import (
     extract_dates,
     extract_entities,
     extract_quantities,
+    key_terms,
 )
 from ragtriage.text import content_tokens, has_cjk, is_cjk, normalize
 
@@ -553,8 +554,8 @@ def _chosen(
 
 
 def _cjk_bigrams(text: str) -> set[str]:
-    t = normalize(text)
-    return {t[i : i + 2] for i in range(len(t) - 1) if is_cjk(t[i]) and is_cjk(t[i + 1])}
+    """The CJK character bigrams among ``text``'s key terms."""
+    return {t for t in key_terms(text) if len(t) == 2 and is_cjk(t[0]) and is_cjk(t[1])}
 
 
 def _zh_option_grams(options: tuple[str, str]) -> tuple[frozenset[str], frozenset[str]]:
