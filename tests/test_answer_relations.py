@@ -30,44 +30,6 @@ def judge(
 
 
 @pytest.mark.parametrize(
-    ("query", "gt", "answer", "keypoints"),
-    [
-        (
-            "贝某某的初步诊断是什么？",
-            "右眼急性闭角型青光眼。",
-            "初步诊断为左眼急性闭角型青光眼。",
-            ("右眼急性闭角型青光眼",),
-        ),
-        ("患者的尿常规结果如何？", "尿糖阳性，酮体阳性。", "尿糖阴性，酮体阳性。", ()),
-        (
-            "What did the hepatitis test show?",
-            "She tested positive for HBsAg.",
-            "She tested negative for HBsAg.",
-            (),
-        ),
-        (
-            "Where was the tumour found?",
-            "A benign tumour in the left lung.",
-            "A benign tumour in the right lung.",
-            (),
-        ),
-        (
-            "What was measured on that day?",
-            "The blood pressure at admission was 150/90.",
-            "The blood pressure at discharge was 150/90.",
-            (),
-        ),
-    ],
-)
-def test_opposite_term_fails_the_answer(
-    query: str, gt: str, answer: str, keypoints: tuple[str, ...]
-) -> None:
-    label, reason, rule = judge(query, gt, answer, keypoints)
-    assert label is AnswerLabel.INCORRECT
-    assert rule == "opposite_term", reason
-
-
-@pytest.mark.parametrize(
     ("gt", "answer"),
     [
         ("The meeting was held before the merger.", "The meeting was held after the merger."),
@@ -125,32 +87,6 @@ def test_anonymised_names_with_any_surname() -> None:
     names = extract_entities("邵某某无过敏史；贝某某对青霉素过敏，一某某与该某某不是人名。")
     assert "邵某某" in names and "贝某某" in names
     assert not any(n.startswith(("一", "该")) for n in names)
-
-
-@pytest.mark.parametrize(
-    ("query", "gt", "answer"),
-    [
-        (
-            "贝某某右眼眼压入院时和6月26日复测时分别是多少？",
-            "入院时右眼32 mmHg，6月26日复测为28 mmHg。",
-            "入院时右眼眼压为28 mmHg，6月26日复测升至32 mmHg。",
-        ),
-        (
-            "邵某某和贝某某分别对什么药物过敏？",
-            "邵某某无过敏史；贝某某对青霉素过敏。",
-            "邵某某对青霉素过敏，贝某某没有过敏史。",
-        ),
-        (
-            "What were the pressures at admission and at the follow-up on 26 June?",
-            "At admission it was 32 mmHg, and on 26 June the follow-up measured 28 mmHg.",
-            "At admission it was 28 mmHg, and on 26 June the follow-up measured 32 mmHg.",
-        ),
-    ],
-)
-def test_exchanged_between_items_fails(query: str, gt: str, answer: str) -> None:
-    label, reason, rule = judge(query, gt, answer)
-    assert label is AnswerLabel.INCORRECT
-    assert rule == "fact_swap", reason
 
 
 def test_a_label_before_a_colon_anchors_the_clause_after_it() -> None:
@@ -257,28 +193,6 @@ def test_a_side_matter_declined_after_an_answer_is_no_abstention(
 
 
 # -- grades in Roman numerals ----------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("query", "gt", "answer"),
-    [
-        ("于某某的甲状腺肿大为几度？", "甲状腺II度肿大。", "于某某甲状腺III度肿大，触痛明显。"),
-        (
-            "What stage was the cancer?",
-            "Stage IIIA non-small cell lung cancer.",
-            "It was stage IV lung cancer.",
-        ),
-        (
-            "How severe was the heart failure?",
-            "NYHA class III heart failure.",
-            "NYHA class II heart failure.",
-        ),
-    ],
-)
-def test_another_grade_fails_the_answer(query: str, gt: str, answer: str) -> None:
-    label, reason, rule = judge(query, gt, answer)
-    assert label is AnswerLabel.INCORRECT
-    assert rule == "numeral_conflict", reason
 
 
 @pytest.mark.parametrize(
@@ -623,6 +537,94 @@ def test_not_completely_sure_hedges() -> None:
 # -- answers that fail by one rule: (query, ground truth, answer, keypoints, rule) --------------
 
 _FAILS = [
+    pytest.param(
+        "贝某某的初步诊断是什么？",
+        "右眼急性闭角型青光眼。",
+        "初步诊断为左眼急性闭角型青光眼。",
+        ("右眼急性闭角型青光眼",),
+        "opposite_term",
+        id="opposite-1",
+    ),
+    pytest.param(
+        "患者的尿常规结果如何？",
+        "尿糖阳性，酮体阳性。",
+        "尿糖阴性，酮体阳性。",
+        (),
+        "opposite_term",
+        id="opposite-2",
+    ),
+    pytest.param(
+        "What did the hepatitis test show?",
+        "She tested positive for HBsAg.",
+        "She tested negative for HBsAg.",
+        (),
+        "opposite_term",
+        id="opposite-3",
+    ),
+    pytest.param(
+        "Where was the tumour found?",
+        "A benign tumour in the left lung.",
+        "A benign tumour in the right lung.",
+        (),
+        "opposite_term",
+        id="opposite-4",
+    ),
+    pytest.param(
+        "What was measured on that day?",
+        "The blood pressure at admission was 150/90.",
+        "The blood pressure at discharge was 150/90.",
+        (),
+        "opposite_term",
+        id="opposite-5",
+    ),
+    pytest.param(
+        "贝某某右眼眼压入院时和6月26日复测时分别是多少？",
+        "入院时右眼32 mmHg，6月26日复测为28 mmHg。",
+        "入院时右眼眼压为28 mmHg，6月26日复测升至32 mmHg。",
+        (),
+        "fact_swap",
+        id="swap-items-1",
+    ),
+    pytest.param(
+        "邵某某和贝某某分别对什么药物过敏？",
+        "邵某某无过敏史；贝某某对青霉素过敏。",
+        "邵某某对青霉素过敏，贝某某没有过敏史。",
+        (),
+        "fact_swap",
+        id="swap-items-2",
+    ),
+    pytest.param(
+        "What were the pressures at admission and at the follow-up on 26 June?",
+        "At admission it was 32 mmHg, and on 26 June the follow-up measured 28 mmHg.",
+        "At admission it was 28 mmHg, and on 26 June the follow-up measured 32 mmHg.",
+        (),
+        "fact_swap",
+        id="swap-items-3",
+    ),
+    pytest.param(
+        "于某某的甲状腺肿大为几度？",
+        "甲状腺II度肿大。",
+        "于某某甲状腺III度肿大，触痛明显。",
+        (),
+        "numeral_conflict",
+        id="grade-1",
+    ),
+    pytest.param(
+        "What stage was the cancer?",
+        "Stage IIIA non-small cell lung cancer.",
+        "It was stage IV lung cancer.",
+        (),
+        "numeral_conflict",
+        id="grade-2",
+    ),
+    pytest.param(
+        "How severe was the heart failure?",
+        "NYHA class III heart failure.",
+        "NYHA class II heart failure.",
+        (),
+        "numeral_conflict",
+        id="grade-3",
+    ),
     pytest.param(
         "What was the pressure on tonometry, and what did it decrease to after surgery?",
         "28 mmHg on tonometry, decreasing to 18 mmHg on day 1 post-surgery.",
