@@ -163,13 +163,15 @@ def test_llm_judge_on_ray_equals_local_and_pays_no_call_twice(
 
 
 def _kill_after_first_line(cmd: list[str], target: Path) -> None:
-    """Start ``cmd`` and SIGKILL it as soon as ``target`` holds a line (mid-run)."""
+    """Start ``cmd`` and SIGKILL it as soon as ``target`` holds a whole line (mid-run).
+    The kill can land while a later line is being written: that torn last line is what
+    a crash leaves, and resuming drops it (see :func:`_complete_lines`)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:
-            if target.exists() and target.stat().st_size > 0:
+            if target.exists() and b"\n" in target.read_bytes():
                 break
             time.sleep(0.01)
         assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
@@ -178,6 +180,13 @@ def _kill_after_first_line(cmd: list[str], target: Path) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def _complete_lines(target: Path) -> list[str]:
+    """The lines of ``target`` that were written whole (a SIGKILL may tear the last)."""
+    return [
+        x for x in target.read_text(encoding="utf-8").splitlines(keepends=True) if x.endswith("\n")
+    ]
 
 
 def test_killed_run_resumes_without_loss_or_duplicates(cluster: str, tmp_path: Path) -> None:
@@ -201,7 +210,7 @@ def test_killed_run_resumes_without_loss_or_duplicates(cluster: str, tmp_path: P
         "25",
     ]
     _kill_after_first_line(cmd, target)
-    written = target.read_text(encoding="utf-8").splitlines()
+    written = _complete_lines(target)
     assert 0 < len(written) < n  # killed mid-run
     resumed = _diagnose(src, out, "--executor", "ray", "--batch-size", "25")
     ids = [json.loads(line)["example_id"] for line in resumed.splitlines()]
@@ -339,7 +348,7 @@ def test_run_on_ray_killed_then_resumed_loses_and_duplicates_nothing(
     cmd += ["--out", str(out), "--no-progress", "--executor", f"ray:{cluster}"]
     cmd += ["--batch-size", "3"]
     _kill_after_first_line(cmd, target)
-    written = [json.loads(x)["trace_id"] for x in target.read_text(encoding="utf-8").splitlines()]
+    written = [json.loads(x)["trace_id"] for x in _complete_lines(target)]
     assert 0 < len(written) < len(ids)  # killed mid-run
     assert written == ids[: len(written)]  # a prefix of the input
     resumed = _run(data, cfg, out, "--executor", "ray", "--batch-size", "3")
@@ -587,7 +596,7 @@ def test_llm_stages_run_on_ray_killed_then_resumed(
     cmd += ["--out", str(out), "--no-progress", "--executor", f"ray:{cluster}"]
     cmd += ["--batch-size", "2", "--limit", "40"]
     _kill_after_first_line(cmd, target)
-    written = [json.loads(x)["trace_id"] for x in target.read_text(encoding="utf-8").splitlines()]
+    written = [json.loads(x)["trace_id"] for x in _complete_lines(target)]
     assert 0 < len(written) < len(ids)  # killed mid-run
     assert written == ids[: len(written)]
     llm_server.behaviour.delay_s = 0.0
