@@ -239,6 +239,36 @@ def test_a_keypoint_names_its_subject_once() -> None:
     assert j.label is not AnswerLabel.CORRECT, j.reason
 
 
+@pytest.mark.parametrize(
+    ("query", "gt", "keypoints", "answer", "expected"),
+    [
+        # the keypoint's word the question asks ("earlier") is said by naming the person
+        (
+            "Who signed the lease earlier, R. Okafor or L. Brandt?",
+            "R. Okafor, on 2 May 2021; L. Brandt signed on 9 July 2021.",
+            ["R. Okafor earlier", "R. Okafor 2 May 2021", "L. Brandt 9 July 2021"],
+            "R. Okafor signed on 2 May 2021 and L. Brandt on 9 July 2021, two months "
+            "later. Thus, the answer is R. Okafor.",
+            AnswerLabel.CORRECT,
+        ),
+        # what the question does not say must be said: 无 (has none), not 有
+        (
+            "赵某某和钱某某分别有没有糖尿病史？",
+            "赵某某无糖尿病史；钱某某有糖尿病史8年。",
+            ["赵某某无糖尿病", "钱某某糖尿病8年"],
+            "钱某某有糖尿病史8年，规律服药；赵某某也有糖尿病史约3年。",
+            AnswerLabel.INCORRECT,
+        ),
+    ],
+)
+def test_a_keypoint_words_the_question_asks_are_given(
+    query: str, gt: str, keypoints: list[str], answer: str, expected: AnswerLabel
+) -> None:
+    ex = Example(example_id="x", query=query, answer=gt, keypoints=keypoints)
+    j = evaluate_rules(ex, answer, CFG)
+    assert j.label is expected, j.reason
+
+
 def test_a_figure_restated_in_brackets_is_one_amount() -> None:
     from ragtriage.diagnosis.facts import extract_quantities
 

@@ -503,7 +503,10 @@ def answer_facts(
                 # and state the rest: the name's own words ("J. Hall") count once, there,
                 # and a title before the name ("Mr. David Thompson") is no rest
                 named = {t for a in anchors for t in content_tokens(a)} | TITLES
-                said = Counter({t: n for t, n in bag.items() if t not in named}) or bag
+                rest = Counter({t: n for t, n in bag.items() if t not in named})
+                # nor what the question asks ("X. Morgan earlier" for "Who was arrested
+                # earlier, X. Morgan or F. James?" is said by "the answer is X. Morgan")
+                said = Counter({t: n for t, n in rest.items() if t not in asked}) or bag
             else:
                 spans = [kp_text]
             if any(_keypoint_in(kp, said, span) for span in spans):
