@@ -61,6 +61,8 @@ GUARDED_PARTS = (
     "fresh31",
     "fresh32",
     "fresh33",
+    "fresh34",
+    "fresh35",
 )
 PARTS = [ROOT / name for name in GUARDED_PARTS if (ROOT / name / "labels.jsonl").is_file()]
 
