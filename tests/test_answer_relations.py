@@ -269,6 +269,65 @@ def test_a_keypoint_words_the_question_asks_are_given(
     assert j.label is expected, j.reason
 
 
+@pytest.mark.parametrize(
+    ("query", "gt", "keypoints", "answer", "rule"),
+    [
+        (
+            "What did the Harlow plant's audit find, and what was ordered?",
+            "The audit found 14 safety breaches; the plant was fined $90,000 and ordered "
+            "to retrain all staff by March 2024.",
+            ["14 safety breaches", "fined $90,000", "retrain all staff by March 2024"],
+            "The audit at the Harlow plant found 14 safety breaches.",
+            "keypoints",
+        ),
+        (
+            "What did the Harlow plant's audit find, and what was ordered?",
+            "The audit found 14 safety breaches; the plant was fined $90,000 and ordered "
+            "to retrain all staff by March 2024.",
+            ["14 safety breaches", "fined $90,000", "retrain all staff by March 2024"],
+            "The audit found 14 safety breaches. The documents do not say what was ordered.",
+            "partial_abstention",
+        ),
+        (
+            "青禾公司2022年的审计发现了什么问题？作出了哪些处理？",
+            "审计发现11项违规；公司被罚款8万元，并须在2023年6月前完成整改。",
+            ["11项违规", "罚款8万元", "2023年6月前完成整改"],
+            "审计共发现青禾公司11项违规。",
+            "keypoints",
+        ),
+    ],
+)
+def test_the_first_keypoint_alone_of_three_is_incomplete(
+    query: str, gt: str, keypoints: list[str], answer: str, rule: str
+) -> None:
+    # keypoints list what the question asks: the direct answer alone leaves out most of it
+    ex = Example(example_id="x", query=query, answer=gt, keypoints=keypoints)
+    j = evaluate_rules(ex, answer, CFG)
+    assert j.label is AnswerLabel.INCORRECT and j.rule == rule, j.reason
+    both = "The audit found 14 safety breaches and the plant was fined $90,000."
+    if "Harlow" in query:  # two of three: partial
+        assert evaluate_rules(ex, both, CFG).label is AnswerLabel.POSSIBLE_CORRECT
+
+
+def test_a_month_named_as_a_word_states_the_ground_truths_month() -> None:
+    ex = Example(
+        example_id="x",
+        query="What was Norvale Group's debt ratio in 2019 and what brought it down?",
+        answer="It fell to 0.52, after the asset restructuring in June and the $300 million "
+        "debt repayment in October.",
+        keypoints=["0.52", "asset restructuring in June", "$300 million debt repaid in October"],
+    )
+    answer = (
+        "The debt ratio fell to 0.52 in 2019, a result of the June asset restructuring and "
+        "of the October repayment of $300 million of debt."
+    )
+    j = evaluate_rules(ex, answer, CFG)
+    assert j.label is AnswerLabel.CORRECT, j.reason
+    # the month word must be the ground truth's: "the July restructuring" states no June
+    j = evaluate_rules(ex, answer.replace("June", "July"), CFG)
+    assert j.label is not AnswerLabel.CORRECT, j.reason
+
+
 def test_a_figure_restated_in_brackets_is_one_amount() -> None:
     from ragtriage.diagnosis.facts import extract_quantities
 

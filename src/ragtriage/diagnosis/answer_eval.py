@@ -54,6 +54,7 @@ from ragtriage.diagnosis.facts import (
     extract_dates,
     extract_entities,
     extract_quantities,
+    named_months,
     stem,
 )
 from ragtriage.diagnosis.question_parts import QuestionPart, mentions_part, question_parts
@@ -329,7 +330,7 @@ def _values(gt: str, answer: str) -> _Values:
         elif _dimension(q.unit) in stray_units:
             contradicted.append(q.raw)
     for d in gd:
-        if any(dates_match(d, a) for a in ad):
+        if any(dates_match(d, a) for a in ad) or _month_named(d, answer):
             hit += 1
             stated.append(d.raw)
         elif stray_date:
@@ -345,6 +346,18 @@ def _values(gt: str, answer: str) -> _Values:
         contradicted=tuple(contradicted),
         listed=_longest_listing(answer, sorted(marks)),
         stated=frozenset(stated),
+    )
+
+
+def _month_named(d: DateMention, answer: str) -> bool:
+    """A ground-truth month alone ("in June") that the answer names as a word ("the June
+    asset restructuring")."""
+    return (
+        d.month is not None
+        and d.year is None
+        and d.day is None
+        and d.quarter is None
+        and d.month in named_months(answer)
     )
 
 
@@ -1302,18 +1315,19 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
     else:
         label = AnswerLabel.INCORRECT
         reasons.append(f"little overlap: token F1 {facts.f1:.2f}, recall {facts.recall:.2f}")
-    half_said = False  # half the keypoints: incorrect, but a partial answer all the same
+    # half the keypoints, or the direct answer (the first) without most of the rest:
+    # incorrect, but a partial answer all the same
+    half_said = False
     if facts.keypoint_coverage is not None and not facts.contained:
         kp = facts.keypoint_coverage
         kp_label = (
             AnswerLabel.CORRECT
             if kp >= 0.8
             else AnswerLabel.POSSIBLE_CORRECT
-            # more than half the keypoints: partial; half of them (one of two) leaves out
-            # as much as it says -- incomplete (Listing 3's completeness)
+            # more than half the keypoints: partial; half of them or fewer (one of two,
+            # the direct answer alone of three or four) leaves out as much as it says --
+            # incomplete (Listing 3's completeness)
             if kp > 0.5
-            # the direct answer (first keypoint) without the rest is partial (Listing 3)
-            or (facts.first_keypoint and len(example.keypoints) >= 3 and kp >= 0.25)
             else AnswerLabel.INCORRECT
         )
         if (
@@ -1328,7 +1342,9 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
         reasons.append(f"keypoints covered {kp:.2f}")
         label = kp_label
         rule = "keypoints"
-        half_said = kp_label is AnswerLabel.INCORRECT and kp >= 0.5
+        half_said = kp_label is AnswerLabel.INCORRECT and (
+            kp >= 0.5 or (bool(facts.first_keypoint) and len(example.keypoints) >= 3 and kp >= 0.25)
+        )
     elif len(coverage.units) >= 2 and not facts.contained:
         # a long-form ground truth: how many of its statements the answer makes
         share = coverage.share or 0.0

@@ -42,6 +42,7 @@ __all__ = [
     "extract_entities",
     "extract_quantities",
     "key_terms",
+    "named_months",
     "normalize",
     "quantities_match",
     "stem",
@@ -970,6 +971,16 @@ def _small_int(s: str | None) -> int | None:
 
 def _valid(month: int | None, day: int | None) -> bool:
     return (month is None or 1 <= month <= 12) and (day is None or 1 <= day <= 31)
+
+
+def named_months(text: str) -> frozenset[int]:
+    """The months ``text`` names by a capitalised English month word, with or without a
+    date around it ("the June restructuring", which :func:`extract_dates` leaves alone:
+    a month with no preposition, day or year may be the verb "may" or "march")."""
+    t = _fold(text)
+    return frozenset(
+        _MONTHS[low] for start, _, low in _latin_tokens(t) if low in _MONTHS and t[start].isupper()
+    )
 
 
 def extract_dates(text: str) -> list[DateMention]:
