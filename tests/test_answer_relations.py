@@ -10,7 +10,7 @@ import pytest
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis.alignment import fact_swaps
 from ragtriage.diagnosis.answer_checks import numeral_conflict, opposite_terms
-from ragtriage.diagnosis.answer_eval import evaluate_rules, gt_units
+from ragtriage.diagnosis.answer_eval import evaluate_rules, gt_units, states_keypoint
 from ragtriage.diagnosis.facts import extract_entities, extract_quantities
 from ragtriage.records import AnswerLabel, Example
 
@@ -307,6 +307,65 @@ def test_the_first_keypoint_alone_of_three_is_incomplete(
     both = "The audit found 14 safety breaches and the plant was fined $90,000."
     if "Harlow" in query:  # two of three: partial
         assert evaluate_rules(ex, both, CFG).label is AnswerLabel.POSSIBLE_CORRECT
+
+
+@pytest.mark.parametrize(
+    ("query", "gt", "keypoints", "answer"),
+    [
+        # an English keypoint's words by their stems ("swooping" / "swoops")
+        (
+            "How does the barn owl usually catch mice?",
+            "It listens from a low perch and glides down to seize them.",
+            ["low perch", "gliding down"],
+            "It waits on a low perch and glides down onto the mouse.",
+        ),
+        # a Chinese word written another way: 秋季 / 秋天, 翌年 / 第二年
+        (
+            "银杏在什么季节落叶？新叶何时长出？",
+            "秋季落叶，翌年春季长出新叶。",
+            ["秋季", "翌年春季"],
+            "银杏秋天落叶，到第二年春天才长出新叶。",
+        ),
+    ],
+)
+def test_a_keypoint_said_in_other_forms_of_its_words(
+    query: str, gt: str, keypoints: list[str], answer: str
+) -> None:
+    ex = Example(example_id="x", query=query, answer=gt, keypoints=keypoints)
+    j = evaluate_rules(ex, answer, CFG)
+    assert j.label is AnswerLabel.CORRECT, j.reason
+    # more than half its words are needed, compared loosely: one of two is not enough
+    assert not states_keypoint("worsening hypertension", "if her symptoms worsened")
+
+
+@pytest.mark.parametrize(
+    ("query", "gt", "answer", "expected", "keypoints"),
+    [
+        # the question's own number ("the last 16 match") is no slot the answer fills
+        (
+            "Did Norway change their team for the last 16 match after the Chile game?",
+            "No, they played the last 16 match with the same team as against Chile.",
+            "No — they kept an unchanged side, the same eleven who had faced Chile.",
+            AnswerLabel.CORRECT,
+            ("same team as against Chile",),
+        ),
+        # a number the question does not state still is
+        (
+            "How many players did Norway change for the last 16 match?",
+            "Three players were changed for the last 16 match.",
+            "They changed five players for the last 16 match.",
+            AnswerLabel.INCORRECT,
+            ("three players changed",),
+        ),
+    ],
+)
+def test_a_number_the_question_states_is_given(
+    query: str, gt: str, answer: str, expected: AnswerLabel, keypoints: tuple[str, ...]
+) -> None:
+    label, reason, rule = judge(query, gt, answer, keypoints)
+    assert label is expected, reason
+    if expected is AnswerLabel.INCORRECT:
+        assert rule == "value_conflict", reason
 
 
 def test_a_month_named_as_a_word_states_the_ground_truths_month() -> None:

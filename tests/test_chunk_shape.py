@@ -94,8 +94,9 @@ def test_an_ordinary_boundary_with_both_halves_retrieved_is_no_error() -> None:
     assert chunk_shape_findings(trace, ["d#0", "d#1"], CFG) == []
 
 
-def test_an_ordinary_boundary_through_a_short_reference_is_not_overchunking() -> None:
-    # one half not retrieved, but the chunks are much longer than the reference
+def test_a_boundary_that_parts_a_reference_from_its_subject_is_overchunking() -> None:
+    # the chunks are much longer than the reference, but the boundary cuts it in two: the
+    # half naming the pier was retrieved, the half with the cause was not
     filler = "Cargo volumes grew again this quarter and new cranes arrived. " * 8
     pieces = [
         filler + "The harbour authority closed the northern pier in March because",
@@ -104,7 +105,23 @@ def test_an_ordinary_boundary_through_a_short_reference_is_not_overchunking() ->
     ]
     chunks = _chunks("d", pieces)
     trace = _trace(chunks, ["d#0"], REF)
+    found = chunk_shape_findings(trace, ["d#0", "d#1"], CFG)
+    assert [f.kind for f in found] == ["over"], found
+    assert found[0].chunk_ids == ("d#0", "d#1")
+    assert classify_stage(trace, ["d#0", "d#1"], 1.0, 3, CFG).stage is Stage.CHUNKING
+    # the piece retrieved names less of the question than the piece lost: the retriever
+    # missed what the question asks about, the boundary is not to blame
+    trace = _trace(chunks, ["d#1"], REF)
     assert chunk_shape_findings(trace, ["d#0", "d#1"], CFG) == []
+    # a reference that one chunk holds whole is no finding, retrieved or not
+    whole = [
+        filler,
+        "The harbour authority closed the northern pier in March because the "
+        "winter storms had cracked two of its concrete supports.",
+        filler,
+    ]
+    trace = _trace(_chunks("d", whole), ["d#0"], REF)
+    assert chunk_shape_findings(trace, ["d#1"], CFG) == []
 
 
 def _doc(sizes: Sequence[int]) -> list[str]:

@@ -1348,9 +1348,42 @@ def test_a_wrong_pick_between_the_questions_options_is_not_another_aspect() -> N
     evidence = fired(ctx)
     assert "the wrong way" in evidence[E.E14], evidence
     assert top_type(ctx) is E.E15, evidence
-    scores = {e.error_type: e.score for e in rule_type_evidence(base)}
-    damped = {e.error_type: e.score for e in rule_type_evidence(ctx)}
-    assert damped[E.E14] < scores[E.E14]
+    # without the rule (base) it is a misreading of the very chunk that holds the answer
+    # (E13 weighs that); either way E14, another aspect, is damped and does not lead
+    base_evidence = fired(base)
+    assert "the passage misread" in base_evidence[E.E13], base_evidence
+    assert top_type(base) is not E.E14, base_evidence
+
+
+@pytest.mark.parametrize(
+    ("query", "gt", "answer", "text"),
+    [
+        (
+            "《星河岁月》中林小雨由谁饰演？",
+            "陈慧琳。",
+            "《星河岁月》中林小雨由王志强饰演。",
+            "《星河岁月》是一部电视剧，由陈慧琳饰演林小雨，王志强饰演警长周海。",
+        ),
+        (
+            "What is the true identity of Mara Quill in the novel Ashfall?",
+            "She is the exiled queen of the northern isles.",
+            "In Ashfall, the true identity of Mara Quill is the leader of the Grey Thieves guild.",
+            "In the novel Ashfall, Mara Quill is revealed as the exiled queen of the northern "
+            "isles; the Grey Thieves guild, led by Oren Vale, hunts her.",
+        ),
+    ],
+)
+def test_the_right_passage_misread_is_a_misinterpretation(
+    query: str, gt: str, answer: str, text: str
+) -> None:
+    # the answer takes up the question and fills it from the very chunk that holds the
+    # ground truth: the passage misread (E13), not another aspect of it (E14)
+    ctx = gen_ctx(query, answer, gt, [text])
+    evidence = fired(ctx)
+    assert top_type(ctx) is E.E13, evidence
+    # an answer about another aspect, not taking up the question, stays E14
+    other = gen_ctx(query, text.split("；")[0].split(";")[-1], gt, [text])
+    assert "the passage misread" not in fired(other).get(E.E13, ""), fired(other)
 
 
 def test_a_slip_of_magnitude_is_one_even_when_the_context_holds_that_value() -> None:

@@ -349,6 +349,12 @@ def _values(gt: str, answer: str) -> _Values:
     )
 
 
+def _given_numbers(gt: str, query: str) -> frozenset[str]:
+    """The ground truth's unitless numbers that the question states too."""
+    asked = QuantityPool([q for q in extract_quantities(query) if not q.unit])
+    return frozenset(q.raw for q in extract_quantities(gt) if not q.unit and asked.matches(q))
+
+
 def _month_named(d: DateMention, answer: str) -> bool:
     """A ground-truth month alone ("in June") that the answer names as a word ("the June
     asset restructuring")."""
@@ -667,7 +673,46 @@ def _keypoint_in(kp: str, bag: Counter[str], text: str) -> bool:
         )
         if not bag:
             return True
-    return _overlap(_bag(content_tokens(text)), bag)[1] >= _KEYPOINT_RECALL
+    return (
+        _overlap(_bag(content_tokens(text)), bag)[1] >= _KEYPOINT_RECALL
+        # compared loosely, more than half its words ("worsening hypertension" is not
+        # said by "if symptoms worsened")
+        or _loose_recall(bag, text) > _KEYPOINT_RECALL
+    )
+
+
+#: Chinese words written more than one way, to the one spelling keypoints are compared
+#: in (seasons, "the next year")
+_ZH_SPELLINGS = {
+    "春天": "春季",
+    "夏天": "夏季",
+    "秋天": "秋季",
+    "冬天": "冬季",
+    "第二年": "翌年",
+    "次年": "翌年",
+    "来年": "翌年",
+}
+
+
+def _loose(token: str) -> str:
+    """A token as keypoints are compared loosely: an English word by its stem, a Chinese
+    word by its one spelling."""
+    return stem(token) if token.isascii() else _ZH_SPELLINGS.get(token, token)
+
+
+def _loose_recall(bag: Counter[str], text: str) -> float:
+    """Recall of ``bag`` in ``text`` with words compared by :func:`_loose` ("swooping"
+    is said by "swoops", "秋季" by "秋天", "翌年" by "第二年")."""
+    if not text.isascii():
+        for variant, spelling in _ZH_SPELLINGS.items():
+            if variant in text:
+                text = text.replace(variant, spelling)
+    said = Counter(map(_loose, content_tokens(text)))
+    want: Counter[str] = Counter()
+    for token, n in bag.items():
+        want[_loose(token)] += n
+    total = sum(want.values())
+    return sum((said & want).values()) / total if total else 0.0
 
 
 def states_keypoint(keypoint: str, text: str) -> bool:
@@ -1168,6 +1213,13 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
                 if not (v in gt_raw and v in values.stated and summary)
             )
             values = replace(values, contradicted=kept, listed=in_final.listed)
+    # a number the question itself states ("the last 16 match") is given, not a slot the
+    # answer fills: another unitless number ("the same eleven") does not contradict it
+    given = _given_numbers(gt, example.query)
+    if given and values.contradicted:
+        values = replace(
+            values, contradicted=tuple(v for v in values.contradicted if v not in given)
+        )
     polar_flip = _polar_conflict(example, ans)
     if polar_flip is not None:
         return _judgement(

@@ -48,6 +48,7 @@ from typing import Literal
 
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis.concepts import gt_doc_texts
+from ragtriage.diagnosis.facts import key_terms
 from ragtriage.diagnosis.question_parts import (
     PartFlow,
     QuestionPart,
@@ -487,6 +488,20 @@ def _reference_span(text: str, ref: str) -> tuple[int, int] | None:
     return locate_reference(text, ref, fuzzy=len(text) <= _FUZZY_DOC_CHARS)
 
 
+def _parted(query: str, touched: Sequence[Chunk], retrieved: set[str], s: int, e: int) -> bool:
+    """The pieces of the reference span ``s``..``e`` in retrieved chunks name more of the
+    query's key terms than the pieces in chunks never retrieved."""
+    asked = key_terms(query)
+    if not asked:
+        return False
+    found: set[str] = set()
+    lost: set[str] = set()
+    for c in touched:
+        piece = c.text[max(s, c.start) - c.start : min(e, c.end) - c.start]
+        (found if c.chunk_id in retrieved else lost).update(key_terms(piece) & asked)
+    return len(found) > len(lost)
+
+
 def chunk_shape_findings(
     trace: Trace, gt_ids: Sequence[str], config: DiagnosisConfig
 ) -> list[ChunkShapeFinding]:
@@ -521,7 +536,15 @@ def chunk_shape_findings(
             interior = any(s <= c.start and c.end <= e for c in touched)
             med = median(len(c.text) for c in chunks)
             missed = [c.chunk_id for c in touched if c.chunk_id not in retrieved]
-            if (interior or med < e - s) and missed:
+            # or cut, one piece retrieved and another not, the retrieved piece naming more
+            # of what the question asks than the lost one: the boundary parted the rest of
+            # the reference from what the retriever found it by
+            parted = (
+                bool(missed)
+                and len(missed) < len(touched)
+                and _parted(trace.example.query, touched, retrieved, s, e)
+            )
+            if (interior or med < e - s or parted) and missed:
                 out.append(
                     ChunkShapeFinding(
                         "over",

@@ -919,6 +919,22 @@ class _Gen:
         return 1.0 - self.ctx_support.unsupported_share
 
     @cached_property
+    def restates_query(self) -> bool:
+        """The answer takes up the question's own words (more than half its key terms): it
+        answers the aspect asked, whatever it fills it with."""
+        return bool(self.q_terms) and _coverage(self.q_terms, self.a_terms) > 0.5
+
+    @cached_property
+    def ans_gt_chunks(self) -> float:
+        """Share of the answer's content found in the ground-truth chunks the generator
+        saw (0 when it saw none)."""
+        seen = set(self.ctx.trace.context)
+        texts = self.ctx.texts([i for i in self.ctx.gt_chunk_ids if i in seen])
+        if not texts:
+            return 0.0
+        return 1.0 - content_support(self.answer, [*texts, self.query]).unsupported_share
+
+    @cached_property
     def truth_support(self) -> Support:
         """The answer's content against everything it may legitimately rest on:
         context, query and ground truth (content that is true is not fabricated)."""
@@ -1654,6 +1670,17 @@ def _gen_e14(g: _Gen, found: _Found) -> None:
         # asked, answered the wrong way (its words are its reasoning, not another aspect)
         score *= 0.5
         note += "; it answers the question's comparison or order, the wrong way"
+    elif g.ans_gt_chunks >= 0.6 and g.restates_query:
+        # what it says is in the very passage that holds the answer: the right passage
+        # misread (another name or item of it given), not another passage's aspect
+        found.add(
+            E.E13,
+            score,
+            f"{_pct(g.ans_gt_chunks)} of the answer is in the ground-truth chunk it saw, "
+            f"but it shares only {_pct(g.ans_gt_p)} of its content with the ground truth "
+            "(the passage misread)",
+        )
+        score *= 0.5
     found.add(E.E14, score, note)
 
 
