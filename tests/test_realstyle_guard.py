@@ -63,6 +63,8 @@ GUARDED_PARTS = (
     "fresh33",
     "fresh34",
     "fresh35",
+    "fresh36",
+    "fresh37",
 )
 PARTS = [ROOT / name for name in GUARDED_PARTS if (ROOT / name / "labels.jsonl").is_file()]
 
