@@ -9,7 +9,7 @@ import pytest
 
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis.alignment import fact_swaps
-from ragtriage.diagnosis.answer_checks import numeral_conflict, opposite_terms
+from ragtriage.diagnosis.answer_checks import count_conflict, numeral_conflict, opposite_terms
 from ragtriage.diagnosis.answer_eval import evaluate_rules, gt_units, states_keypoint
 from ragtriage.diagnosis.facts import extract_entities, extract_quantities
 from ragtriage.records import AnswerLabel, Example
@@ -366,6 +366,55 @@ def test_a_number_the_question_states_is_given(
     assert label is expected, reason
     if expected is AnswerLabel.INCORRECT:
         assert rule == "value_conflict", reason
+
+
+@pytest.mark.parametrize(
+    ("query", "gt", "answer", "expected"),
+    [
+        (
+            "How many chambers does the Velorian parliament have, and what are they?",
+            "Two: the Assembly and the Senate.",
+            "The Velorian parliament has three chambers: the Assembly, the Senate and a "
+            "council of elders that advises the other two.",
+            AnswerLabel.INCORRECT,
+        ),
+        # a count the ground truth gives too is none ("Ten of the eleven players")
+        (
+            "How many players must be dismissed to end the innings?",
+            "10 of the 11 players.",
+            "Ten of the eleven players.",
+            AnswerLabel.CORRECT,
+        ),
+        (
+            "青禾集团有几家子公司？",
+            "青禾集团有3家子公司。",
+            "青禾集团共有五家子公司。",
+            AnswerLabel.INCORRECT,
+        ),
+        (
+            "青禾集团有几家子公司？",
+            "青禾集团有3家子公司。",
+            "青禾集团共有三家子公司。",
+            AnswerLabel.CORRECT,
+        ),
+        # "多少" without a measure word asks how much, not how many
+        ("青禾集团募集了多少资金？", "2亿元。", "两家机构共募集2亿元资金。", AnswerLabel.CORRECT),
+    ],
+)
+def test_a_how_many_question_answered_with_another_count(
+    query: str, gt: str, answer: str, expected: AnswerLabel
+) -> None:
+    label, reason, rule = judge(query, gt, answer)
+    assert label is expected, reason
+    if expected is AnswerLabel.INCORRECT:  # (a numeral the answer states is read first)
+        assert rule in {"count_conflict", "value_conflict"}, reason
+    found = count_conflict(query, gt, answer)
+    assert (found is not None) is (expected is AnswerLabel.INCORRECT), found
+
+
+def test_a_count_of_companies_is_no_company_name() -> None:
+    assert extract_entities("青禾集团共有三家子公司，下设两家分公司。") == ["青禾集团"]
+    assert extract_entities("三家科技有限公司成立于2010年。") == ["三家科技有限公司"]
 
 
 def test_a_month_named_as_a_word_states_the_ground_truths_month() -> None:

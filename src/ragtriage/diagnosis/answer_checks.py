@@ -37,6 +37,7 @@ from ragtriage.diagnosis.facts import (
     extract_entities,
     extract_quantities,
     key_terms,
+    stem,
 )
 from ragtriage.text import content_tokens, has_cjk, is_cjk, normalize
 
@@ -49,6 +50,7 @@ __all__ = [
     "choice_conflict",
     "clauses",
     "compound_durations",
+    "count_conflict",
     "direction_flips",
     "entity_value_conflict",
     "impossible_dates",
@@ -1169,3 +1171,57 @@ def impossible_dates(text: str) -> list[str]:
     if not any(ch.isdigit() for ch in text):
         return []
     return [m.group() for m in _IMPOSSIBLE_DATE.finditer(text)]
+
+
+# -- counts -----------------------------------------------------------------------------------
+
+#: "How many branches …", "有几个分支 / 多少家子公司": what the question counts
+_HOW_MANY_EN = re.compile(r"\bhow\s+many\s+([A-Za-z][A-Za-z-]*)", re.IGNORECASE)
+_HOW_MANY_ZH = re.compile(r"(?:几|多少)[个家名位种项条次座所支款部]([\u4e00-\u9fff]{2})")
+_WORD = re.compile(r"[A-Za-z][A-Za-z-]*")
+
+
+def _counted(query: str) -> tuple[str, bool] | None:
+    """What a "how many" question counts: (stem of the English noun, False) or (the first
+    two characters of the Chinese noun, True)."""
+    m = _HOW_MANY_EN.search(query)
+    if m is not None:
+        return stem(m.group(1).lower()), False
+    m = _HOW_MANY_ZH.search(query)
+    return (m.group(1), True) if m is not None else None
+
+
+def _count_of(text: str, noun: str, zh: bool) -> Quantity | None:
+    """The first amount of ``text`` that counts ``noun`` ("four branches", "four main
+    branches", "四个分支")."""
+    for q in extract_quantities(text):
+        after = text[q.end : q.end + 24]
+        if zh:
+            if noun in after[:4]:
+                return q
+        elif any(stem(w.lower()) == noun for w in _WORD.findall(after)[:3]):
+            return q
+    return None
+
+
+def count_conflict(query: str, ground_truth: str, answer: str) -> tuple[str, str] | None:
+    """For a "how many" question, the answer counts the thing asked otherwise than the
+    ground truth ("four branches of government" for "Three: …"): (ground truth's count,
+    answer's), else ``None``. The ground truth's count is the amount before the noun, or
+    its opening amount when it answers with the bare number."""
+    asked = _counted(query)
+    if asked is None:
+        return None
+    noun, zh = asked
+    said = _count_of(answer, noun, zh)
+    if said is None:
+        return None
+    truth = _count_of(ground_truth, noun, zh)
+    if truth is None:
+        first = extract_quantities(ground_truth)[:1]
+        if not first or first[0].start > 2:
+            return None
+        truth = first[0]
+    if any(q.value == said.value for q in extract_quantities(ground_truth)):
+        return None  # a count the ground truth gives too ("Ten of the eleven players")
+    return truth.raw, answer[said.start : said.end + 24].split(",")[0].split("，")[0].strip()

@@ -33,6 +33,7 @@ from ragtriage.diagnosis.answer_checks import (
     choice_conflict,
     clauses,
     compound_durations,
+    count_conflict,
     direction_flips,
     entity_value_conflict,
     impossible_dates,
@@ -1255,6 +1256,15 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
                 wording.format(truth=found[0], said=found[1]),
                 rule_name,
             )
+    # a count of the thing a "how many" question asks, other than the ground truth's
+    counted = count_conflict(example.query, gt, committed)
+    if counted is not None:
+        return _judgement(
+            example,
+            AnswerLabel.INCORRECT,
+            f"counts {counted[1]!r} where the ground truth counts {counted[0]!r}",
+            "count_conflict",
+        )
     # order: the same facts attached to other events, or a name replaced in place
     swaps = fact_swaps(gt, committed)
     if swaps:

@@ -1319,6 +1319,8 @@ _ZH_GENERIC_ORG_HEADS = frozenset(
     "上市 保险 子 母 分 总 控股 参股 关联 合资 外资 国有 民营 私营 商业 该 本 贵 其 原 某 "
     "一家 两家 多家 各家 各 此 这家 那家 这 那 新 老 家".split()
 )
+#: a count of organisations before their descriptor ("三家", "3家", "两家")
+_RE_ZH_COUNTED = re.compile(r"[\d一二三四五六七八九十百两几多]+家")
 _ZH_BOUNDARY_CHARS = frozenset(
     "的和与及或在对向由被把从于是为将据了给同跟让使经其该这那年月日、，。；：！？,.;:!? "
 )
@@ -1547,8 +1549,12 @@ def _entities(text: str) -> tuple[str, ...]:
         suffix = next(
             s for s in sorted(_ZH_ORG_SUFFIXES, key=len, reverse=True) if name.endswith(s)
         )
-        if len(name) - len(suffix) < 2 or name[: -len(suffix)] in _ZH_GENERIC_ORG_HEADS:
+        head = name[: -len(suffix)]
+        if len(head) < 2 or head in _ZH_GENERIC_ORG_HEADS:
             continue  # 该公司, 本公司, 公司, 上市公司, 保险公司
+        counted = _RE_ZH_COUNTED.search(head)
+        if counted is not None and head[counted.end() :] in _ZH_GENERIC_ORG_HEADS | {""}:
+            continue  # 共有三家子公司, 下设两家分公司: a count of companies, no name
         found.append((m.start() + cut, name))
 
     for m in _RE_ZH_MOU.finditer(t) if "某" in t else ():
