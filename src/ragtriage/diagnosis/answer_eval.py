@@ -959,19 +959,38 @@ def _outside(text: str, sentences: tuple[str, ...]) -> str:
     return out
 
 
-#: checks of (ground truth, committed answer) -> (ground truth's form, answer's form):
-#: the rule each fails the answer by, and how its reason reads
-_VALUE_FORM_CHECKS: tuple[tuple[Callable[[str, str], tuple[str, str] | None], str, str], ...] = (
+def _without_query(
+    check: Callable[[str, str], tuple[str, str] | None],
+) -> Callable[[str, str, str], tuple[str, str] | None]:
+    return lambda gt, answer, _query: check(gt, answer)
+
+
+#: a value the answer states otherwise: checks of (ground truth, committed answer, query)
+#: -> (ground truth's form, answer's form), the rule each fails the answer by, and how its
+#: reason reads
+_VALUE_FORM_CHECKS: tuple[
+    tuple[Callable[[str, str, str], tuple[str, str] | None], str, str], ...
+] = (
     (
-        bound_conflict,
+        _without_query(bound_conflict),
         "bound_conflict",
         "states {said!r}, a bound that excludes the ground truth's {truth!r}",
     ),
-    (rank_conflict, "rank_conflict", "ranks it {said!r} where the ground truth ranks it {truth!r}"),
     (
-        numeral_conflict,
+        _without_query(rank_conflict),
+        "rank_conflict",
+        "ranks it {said!r} where the ground truth ranks it {truth!r}",
+    ),
+    (
+        _without_query(numeral_conflict),
         "numeral_conflict",
         "grades it {said!r} where the ground truth says {truth!r}",
+    ),
+    # a count of the thing a "how many" question asks, other than the ground truth's
+    (
+        lambda gt, answer, query: count_conflict(query, gt, answer),
+        "count_conflict",
+        "counts {said!r} where the ground truth counts {truth!r}",
     ),
 )
 
@@ -1248,7 +1267,7 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
         )
     # a value the answer states otherwise: behind a bound, at another rank or grade
     for check, rule_name, wording in _VALUE_FORM_CHECKS:
-        found = check(gt, committed)
+        found = check(gt, committed, example.query)
         if found is not None:
             return _judgement(
                 example,
@@ -1256,15 +1275,6 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
                 wording.format(truth=found[0], said=found[1]),
                 rule_name,
             )
-    # a count of the thing a "how many" question asks, other than the ground truth's
-    counted = count_conflict(example.query, gt, committed)
-    if counted is not None:
-        return _judgement(
-            example,
-            AnswerLabel.INCORRECT,
-            f"counts {counted[1]!r} where the ground truth counts {counted[0]!r}",
-            "count_conflict",
-        )
     # order: the same facts attached to other events, or a name replaced in place
     swaps = fact_swaps(gt, committed)
     if swaps:
