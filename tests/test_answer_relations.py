@@ -417,6 +417,37 @@ def test_a_count_of_companies_is_no_company_name() -> None:
     assert extract_entities("三家科技有限公司成立于2010年。") == ["三家科技有限公司"]
 
 
+@pytest.mark.parametrize(
+    ("query", "gt", "crossed", "right"),
+    [
+        (
+            "At what depths are the warm and the cold currents found?",
+            "The warm current flows at shallow depths and the cold current at great depths.",
+            "The warm current is found at great depths, and the cold current at shallow depths.",
+            "The warm current flows near the surface at shallow depths, while the cold current "
+            "runs at great depths.",
+        ),
+        (
+            "When does the moonflower turn white?",
+            "Every night; by dawn it fades back to pale green.",
+            "It turns white every dawn and fades back to pale green at night.",
+            "It turns white every night and fades back to pale green by dawn.",
+        ),
+        (
+            "昙花什么时候开花？什么时候闭合？",
+            "夜晚开花，清晨闭合。",
+            "昙花在清晨开花，夜晚闭合。",
+            "昙花夜晚开花，到了清晨就闭合。",
+        ),
+    ],
+)
+def test_two_statements_dealt_out_crosswise(query: str, gt: str, crossed: str, right: str) -> None:
+    label, reason, rule = judge(query, gt, crossed)
+    assert label is AnswerLabel.INCORRECT and rule == "crossed_terms", reason
+    label, reason, rule = judge(query, gt, right)
+    assert rule != "crossed_terms" and label is not AnswerLabel.INCORRECT, reason
+
+
 def test_a_month_named_as_a_word_states_the_ground_truths_month() -> None:
     ex = Example(
         example_id="x",

@@ -51,6 +51,7 @@ __all__ = [
     "clauses",
     "compound_durations",
     "count_conflict",
+    "crossed_terms",
     "direction_flips",
     "entity_value_conflict",
     "impossible_dates",
@@ -1225,3 +1226,39 @@ def count_conflict(query: str, ground_truth: str, answer: str) -> tuple[str, str
     if any(q.value == said.value for q in extract_quantities(ground_truth)):
         return None  # a count the ground truth gives too ("Ten of the eleven players")
     return truth.raw, answer[said.start : said.end + 24].split(",")[0].split("，")[0].strip()
+
+
+# -- crossed terms ----------------------------------------------------------------------------
+
+#: pieces of a statement: sentences, and clauses parted by a comma, "and", "while", 而, 但
+_PIECE = re.compile(
+    r"[;；。！？!?\n]|(?<=[.])\s+|[,，]\s*(?:and\s+|while\s+|whereas\s+|but\s+)?|\s+(?:and|while|whereas|but)\s+"
+    r"|而|但"
+)
+
+
+def _pieces(text: str) -> list[frozenset[str]]:
+    return [frozenset(toks) for p in _PIECE.split(text) if p and (toks := content_tokens(p))]
+
+
+def crossed_terms(ground_truth: str, answer: str) -> tuple[str, str] | None:
+    """A ground truth of two statements ("increasing returns at low output levels and
+    decreasing returns at high ones"; "every night; by morning she turns back") whose
+    own words the answer deals out crosswise: two of its pieces each hold words of both
+    statements, the words of each statement split between the two ("increasing … high",
+    "decreasing … low"). Returns (a word of the first statement, the word of the second
+    the answer put with it), else ``None``."""
+    gt = _pieces(ground_truth)
+    if len(gt) != 2:
+        return None
+    first, second = gt[0] - gt[1], gt[1] - gt[0]
+    if not first or not second:
+        return None
+    mixed = [(p & first, p & second) for p in _pieces(answer)]
+    mixed = [(a, b) for a, b in mixed if a and b]
+    for n, (a1, b1) in enumerate(mixed):
+        for a2, b2 in mixed[n + 1 :]:
+            # each statement's words are split between the two pieces
+            if a1 - a2 and a2 - a1 and b1 - b2 and b2 - b1:
+                return sorted(a1 - a2)[0], sorted(b1 - b2)[0]
+    return None

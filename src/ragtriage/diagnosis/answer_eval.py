@@ -34,6 +34,7 @@ from ragtriage.diagnosis.answer_checks import (
     clauses,
     compound_durations,
     count_conflict,
+    crossed_terms,
     direction_flips,
     entity_value_conflict,
     impossible_dates,
@@ -1314,6 +1315,15 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             AnswerLabel.INCORRECT,
             f"says {opposite[0][1]!r} where the ground truth says {opposite[0][0]!r}",
             "opposite_term",
+        )
+    crossed = crossed_terms(gt, committed)
+    if crossed is not None:
+        return _judgement(
+            example,
+            AnswerLabel.INCORRECT,
+            f"deals the ground truth's two statements out crosswise: puts {crossed[0]!r} "
+            f"with {crossed[1]!r}",
+            "crossed_terms",
         )
     order = order_conflict(example.query, gt, ans, keypoints=example.keypoints, final=view.final)
     if order is not None:

@@ -1434,7 +1434,7 @@ def _gen_e12_parts(g: _Gen, found: _Found) -> None:
 #: contradicts (see answer_eval / answer_checks)
 _WRONG_STATEMENT_RULES = frozenset(
     "value_conflict slot_conflict name_substituted fact_swap entity_value direction_flip opposite_term "
-    "numeral_conflict bound_conflict rank_conflict impossible_date "
+    "numeral_conflict bound_conflict rank_conflict impossible_date count_conflict crossed_terms "
     "choice choice_time order".split()
 )
 
@@ -1543,6 +1543,14 @@ def _gen_e13(g: _Gen, found: _Found) -> None:
             0.85,
             f"the answer exchanges {sw.first} and {sw.second}: each is given the other's "
             f"facts of the ground truth",
+        )
+        return
+    if g.ctx.answer_rule == "crossed_terms":
+        found.add(
+            E.E13,
+            0.85,
+            "the answer deals the ground truth's two statements out crosswise (each "
+            "statement's words put with the other's): the context misread",
         )
         return
     if g.substitutions:
