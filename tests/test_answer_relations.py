@@ -448,6 +448,38 @@ def test_two_statements_dealt_out_crosswise(query: str, gt: str, crossed: str, r
     assert rule != "crossed_terms" and label is not AnswerLabel.INCORRECT, reason
 
 
+@pytest.mark.parametrize(
+    ("query", "gt", "answer", "expected"),
+    [
+        # the question's year is given: a concise answer need not repeat it
+        (
+            "How many staff did Orlen Freight employ in 2020?",
+            "Orlen Freight employed 1,200 staff in 2020.",
+            "**Answer:** 1,200",
+            AnswerLabel.CORRECT,
+        ),
+        (
+            "青禾集团2020年的营收是多少？",
+            "青禾集团2020年营收为5亿元。",
+            "5亿元。",
+            AnswerLabel.CORRECT,
+        ),
+        # but another year is still a contradiction
+        (
+            "How many staff did Orlen Freight employ in 2020?",
+            "Orlen Freight employed 1,200 staff in 2020.",
+            "1,200 staff in 2019.",
+            AnswerLabel.INCORRECT,
+        ),
+    ],
+)
+def test_values_the_question_states_need_no_restating(
+    query: str, gt: str, answer: str, expected: AnswerLabel
+) -> None:
+    label, reason, _ = judge(query, gt, answer)
+    assert label is expected, reason
+
+
 def test_a_month_named_as_a_word_states_the_ground_truths_month() -> None:
     ex = Example(
         example_id="x",

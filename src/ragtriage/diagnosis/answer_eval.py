@@ -351,6 +351,19 @@ def _values(gt: str, answer: str) -> _Values:
     )
 
 
+def _asked_values(gt: str, query: str) -> frozenset[str]:
+    """The ground truth's numbers and dates that the question states too ("in 2020" of
+    "How many employees did Acme have in 2020?"): a concise answer need not repeat them."""
+    if not query:
+        return frozenset()
+    asked = QuantityPool(extract_quantities(query))
+    asked_dates = extract_dates(query)
+    return frozenset(
+        [q.raw for q in extract_quantities(gt) if asked.matches(q)]
+        + [d.raw for d in extract_dates(gt) if any(dates_match(d, a) for a in asked_dates)]
+    )
+
+
 def _given_numbers(gt: str, query: str) -> frozenset[str]:
     """The ground truth's unitless numbers that the question states too."""
     asked = QuantityPool([q for q in extract_quantities(query) if not q.unit])
@@ -468,7 +481,19 @@ def answer_facts(
     answer_bag = _bag(content_tokens(answer))
     gt_bag = _bag(content_tokens(ground_truth))
     asked = set(content_tokens(query)) if query else set()
-    new_bag = Counter({t: n for t, n in gt_bag.items() if t not in asked}) if asked else gt_bag
+    # the question's words in any form ("employed" of "… employ in 2020?")
+    asked_stems = {stem(t) for t in asked if t.isascii()}
+    new_bag = (
+        Counter(
+            {
+                t: n
+                for t, n in gt_bag.items()
+                if t not in asked and not (t.isascii() and stem(t) in asked_stems)
+            }
+        )
+        if asked
+        else gt_bag
+    )
     p, r, f1 = _overlap(answer_bag, gt_bag)
     if new_bag and new_bag != gt_bag:
         r2 = _overlap(answer_bag, new_bag)[1]
@@ -542,7 +567,11 @@ def answer_facts(
         recall=r,
         f1=f1,
         gt_tokens=gt_tokens,
-        gt_values=values.gt,
+        gt_values=tuple(
+            v
+            for v in values.gt
+            if v in values.stated or v not in _asked_values(ground_truth, query)
+        ),
         values_hit=values.hit,
         answer_values=values.answer,
         contradicted=values.contradicted,
