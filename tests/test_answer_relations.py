@@ -480,6 +480,33 @@ def test_values_the_question_states_need_no_restating(
     assert label is expected, reason
 
 
+@pytest.mark.parametrize(
+    ("gt", "answer", "expected"),
+    [
+        ("No. It opened one in Texas.", "No.", AnswerLabel.CORRECT),
+        (
+            "Yes, Ardent opened a plant in Columbus, Ohio, in 2019.",
+            "Yes, Ardent opened a plant in Ohio.",
+            AnswerLabel.CORRECT,
+        ),
+        ("No. It opened one in Texas.", "Yes.", AnswerLabel.INCORRECT),
+        ("No. It opened one in Texas.", "No, it opened one in Kentucky.", AnswerLabel.INCORRECT),
+    ],
+)
+def test_a_yes_no_question_answered_with_the_ground_truths_word(
+    gt: str, answer: str, expected: AnswerLabel
+) -> None:
+    label, reason, _ = judge("Did Ardent open a plant in Ohio?", gt, answer)
+    assert label is expected, reason
+
+
+def test_a_yes_no_question_answered_in_chinese() -> None:
+    label, reason, rule = judge("青禾是否在河源设厂？", "是的，2019年在河源设厂。", "是的。")
+    assert label is AnswerLabel.CORRECT and rule == "polar_agrees", reason
+    label, reason, _ = judge("青禾是否在河源设厂？", "是的，2019年在河源设厂。", "不是。")
+    assert label is AnswerLabel.INCORRECT, reason
+
+
 def test_a_month_named_as_a_word_states_the_ground_truths_month() -> None:
     ex = Example(
         example_id="x",

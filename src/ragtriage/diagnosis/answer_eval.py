@@ -681,6 +681,26 @@ def _polar_conflict(example: Example, answer: str) -> tuple[str, str] | None:
     return None
 
 
+def _polar_agrees(example: Example, view: AnswerView) -> bool:
+    """A yes/no question (the ground truth opens with its yes or no, and its keypoints,
+    if any, ask nothing more) answered with the same word, the rest of the answer only
+    the question's and the ground truth's own words ("No." for "No. It opened one in
+    Texas."; "Yes, Acme opened a plant in Ohio."): the question is answered."""
+    opening = _polar_opening(example.answer)
+    if opening is None or opening not in ("yes", "no", "是", "是的", "否", "不是", "有", "没有"):
+        return False
+    if any(normalize(k) not in _POLAR for k in example.keypoints):
+        return False
+    said = view.final if view.final_from != "whole answer" else view.text
+    m = _POLAR_OPENING.match(said)
+    if m is None or (m.group(1) or m.group(2)).lower() != opening:
+        return False
+    rest = said[m.end() :]
+    known = set(content_tokens(example.query)) | set(content_tokens(example.answer))
+    known_stems = {stem(t) for t in known if t.isascii()}
+    return all(t in known or (t.isascii() and stem(t) in known_stems) for t in content_tokens(rest))
+
+
 def _keypoint_in(kp: str, bag: Counter[str], text: str) -> bool:
     """Whether ``text`` states keypoint ``kp`` (its numbers, and enough of its words; a
     yes/no keypoint by the answer's opening word)."""
@@ -1519,6 +1539,10 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             label = AnswerLabel.POSSIBLE_CORRECT
             reasons.append(f"{hit}/{n_facts} key facts present")
             rule = "key_facts"
+    if label is not AnswerLabel.CORRECT and _polar_agrees(example, view):
+        label = AnswerLabel.CORRECT
+        reasons.append("answers the yes/no question as the ground truth does, adding nothing else")
+        rule = "polar_agrees"
     if label is AnswerLabel.CORRECT and (
         (view.final_declines and _declines_the_question(view, example.query))
         or _hedges(view.final, gt)
