@@ -780,6 +780,29 @@ def test_one_sentence_that_reviews_then_refuses_abstains(
     assert label is AnswerLabel.ABSTAIN, reason
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The documents are silent on the opening date.",
+        "Not specified.",
+        "N/A",
+        "Opening date: not specified.",
+    ],
+)
+def test_terse_declines_abstain(answer: str) -> None:
+    label, reason, _ = judge(
+        "When did the Harlow bridge open?", "The Harlow bridge opened in May 1998.", answer
+    )
+    assert label is AnswerLabel.ABSTAIN, reason
+
+
+def test_silence_and_not_stated_in_passing_are_no_decline() -> None:
+    from ragtriage.diagnosis.answer_styles import declining_sentence
+
+    assert not declining_sentence("The remains were silent.")
+    assert not declining_sentence("The price, not specified until 1998, rose.")
+
+
 def test_unknown_to_someone_is_no_decline() -> None:
     from ragtriage.diagnosis.answer_styles import declining_sentence
 

@@ -533,7 +533,7 @@ def test_shortcut_premises_hold_for_the_patterns() -> None:
         assert first is not None and all(T.is_cjk(ch) for ch in first), pattern.pattern
     # each fast form's lookahead names every character a match of the plain form starts with
     shortcuts = [
-        (answer_styles._EN_DECLINE, r"\b", "inlwahdcut"),
+        (answer_styles._EN_DECLINE, r"\b", "inlwahdcutr"),
         (answer_styles._ZH_DECLINE, "", "无不难找没未并均都缺信"),
         (answer_styles._DOC_LABEL, "", "DdPpSsCcEe文资段片来"),
         (answer_styles._CONCLUSION_TAIL, r"\s*", "thscaoifd综因所总结答最"),
@@ -542,7 +542,7 @@ def test_shortcut_premises_hold_for_the_patterns() -> None:
         source = pattern.pattern.removeprefix(lead)
         first = _first_chars(list(_parser.parse(source, pattern.flags)))
         assert first is not None and {ch.lower() for ch in first} <= set(allowed), first
-    assert answer_styles._EN_DECLINE_FAST.pattern.pattern.startswith(r"\b(?=[inlwahdcut])")
+    assert answer_styles._EN_DECLINE_FAST.pattern.pattern.startswith(r"\b(?=[inlwahdcutr])")
     assert answer_styles._ZH_DECLINE_FAST.pattern.startswith("(?=[无不难找没未并均都缺信])")
     assert answer_styles._DOC_LABEL_FAST.pattern.startswith("(?=[DdPpSsCcEe文资段片来])")
     emph = answer_styles._MD_EMPH.pattern

@@ -144,6 +144,10 @@ _EN_DECLINE = re.compile(
     r"verif|confirm|establish|ascertain|compar|state|specif|give|quote|complet|calculat|"
     r"comput)\w*"
     r"|unanswerable|no\s+answer|unknown(?!\s+to\b)|not\s+known(?!\s+to\b)"
+    r"|(?:is|are|was|were|remains?)\s+silent\s+(?:on|about|as\s+to|regarding)"
+    # a bare "Not specified." / "N/A" ending the answer or sentence
+    r"|(?:not\s+(?:specified|mentioned|stated|given|provided|available|found)|n/a)"
+    r"(?=\s*[.!]?\s*$)"
     r"|there\s+(?:is|are)\s+no\s+(?:specific\s+|explicit\s+|relevant\s+|available\s+)?"
     r"(?:information|mention|data|record|evidence|details?|indication)"
     r")\b",
@@ -210,7 +214,7 @@ def declining_sentence(sentence: str) -> bool:
 # lets the regex engine skip most positions without trying every alternative (each
 # alternative starts with one of these; tests/test_fast_paths.py compares both forms).
 _EN_DECLINE_FAST = FoldedPattern(
-    re.compile(r"\b(?=[inlwahdcut])" + _EN_DECLINE.pattern[2:], _EN_DECLINE.flags)
+    re.compile(r"\b(?=[inlwahdcutr])" + _EN_DECLINE.pattern[2:], _EN_DECLINE.flags)
 )
 _ZH_DECLINE_FAST = re.compile(r"(?=[无不难找没未并均都缺信])(?:" + _ZH_DECLINE.pattern + ")")
 _WORD = re.compile(r"\w")
