@@ -65,6 +65,8 @@ GUARDED_PARTS = (
     "fresh35",
     "fresh36",
     "fresh37",
+    "fresh38",
+    "fresh39",
 )
 PARTS = [ROOT / name for name in GUARDED_PARTS if (ROOT / name / "labels.jsonl").is_file()]
 
