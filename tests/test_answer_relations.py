@@ -507,6 +507,56 @@ def test_a_yes_no_question_answered_in_chinese() -> None:
     assert label is AnswerLabel.INCORRECT, reason
 
 
+@pytest.mark.parametrize(
+    ("query", "gt", "answer", "expected"),
+    [
+        # a bound the exact truth satisfies is looser, not wrong
+        (
+            "RANDNet服务营运了多长时间？",
+            "仅营运了11个月就宣告中止。",
+            "营运时间很短，不到一年就宣告中止了。",
+            AnswerLabel.POSSIBLE_CORRECT,
+        ),
+        (
+            "How long did the Harlow trial last?",
+            "The Harlow trial lasted 11 months.",
+            "The Harlow trial lasted under two years.",
+            AnswerLabel.POSSIBLE_CORRECT,
+        ),
+        # a bound the truth breaks is wrong
+        (
+            "How long did the Harlow trial last?",
+            "The Harlow trial lasted 11 months.",
+            "The Harlow trial lasted over two years.",
+            AnswerLabel.INCORRECT,
+        ),
+        # a bound for a bound competes
+        (
+            "Within how many days must Walker appeal?",
+            "Within ten days of the judgment.",
+            "Within 100 days of the judgment.",
+            AnswerLabel.INCORRECT,
+        ),
+    ],
+)
+def test_a_bound_the_truth_satisfies_is_no_contradiction(
+    query: str, gt: str, answer: str, expected: AnswerLabel
+) -> None:
+    label, reason, _ = judge(query, gt, answer)
+    assert label is expected, reason
+
+
+def test_a_product_code_is_no_amount() -> None:
+    assert [q.raw for q in extract_quantities("64DD总共推出8款游戏")] == ["8"]
+    assert [q.raw for q in extract_quantities("10MB of data at 3PM")] == ["10", "3"]
+    label, reason, _ = judge(
+        "64DD总共推出了多少款游戏？",
+        "8款。",
+        "资料只提到许多原定在64DD上推出的游戏改以卡带发行，没有说明64DD总共推出了多少款游戏，因此无法回答。",
+    )
+    assert label is AnswerLabel.ABSTAIN, reason
+
+
 def test_a_month_named_as_a_word_states_the_ground_truths_month() -> None:
     ex = Example(
         example_id="x",

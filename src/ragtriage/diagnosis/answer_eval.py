@@ -314,6 +314,7 @@ def _values(gt: str, answer: str) -> _Values:
             if _dimension(a.unit) in open_units
             and not g_pool.matches(a)
             and not _approximates(answer, a, gq)
+            and not _bound_holds(answer, a, gt, gq)
             and not (extra is not None and extra.matches(a))
             and (a.unit in derived_units or not _derived(answer, a))
         }
@@ -401,6 +402,64 @@ _APPROX_BEFORE = re.compile(
 )
 #: a value marked as approximate matches a ground-truth value this close (relative)
 _APPROX = 0.05
+
+
+_UPPER_BOUND_BEFORE = re.compile(
+    r"(?:\b(?:less|fewer|shorter|lower)\s+than|\b(?:under|below|within|nearly|almost)"
+    r"|不到|不足|少于|低于|小于|未满|将近|近)[ \t]*$",
+    re.IGNORECASE,
+)
+_LOWER_BOUND_BEFORE = re.compile(
+    r"(?:\b(?:more|greater|longer|higher)\s+than|\b(?:over|above|at\s+least)"
+    r"|超过|多于|高于|大于|逾|至少)[ \t]*$",
+    re.IGNORECASE,
+)
+#: time units in days, to compare a bound with a ground-truth duration of another unit
+_DAYS = {
+    "minute": 1 / 1440,
+    "hour": 1 / 24,
+    "day": 1.0,
+    "week": 7.0,
+    "month": 30.44,
+    "year": 365.25,
+}
+
+
+def _in_days(q: Quantity) -> float | None:
+    per = _DAYS.get(q.unit)
+    return None if per is None else q.value * per
+
+
+def _bound_of(text: str, q: Quantity) -> str | None:
+    """ "upper" or "lower" when ``q`` stands behind a bound in ``text``, else ``None``."""
+    before = text[max(0, q.start - 16) : q.start]
+    if _UPPER_BOUND_BEFORE.search(before) is not None:
+        return "upper"
+    return "lower" if _LOWER_BOUND_BEFORE.search(before) is not None else None
+
+
+def _bound_holds(text: str, q: Quantity, gt: str, truth: Sequence[Quantity]) -> bool:
+    """``q`` is a bound ("不到一年", "less than two years", "over 10 days") that an exact
+    ground-truth amount of its dimension satisfies ("11个月"): a looser statement of the
+    truth, not a competing value (a bound for a bound -- "within 100 days" for "within
+    ten days" -- competes)."""
+    bound = _bound_of(text, q)
+    if bound is None:
+        return False
+    upper = bound == "upper"
+    for g in truth:
+        if _bound_of(gt, g) is not None:
+            continue
+        if g.unit == q.unit:
+            gv, qv = g.value, q.value
+        else:
+            gd, qd = _in_days(g), _in_days(q)
+            if gd is None or qd is None:
+                continue
+            gv, qv = gd, qd
+        if (gv < qv) if upper else (gv > qv):
+            return True
+    return False
 
 
 def _approximates(text: str, q: Quantity, truth: Sequence[Quantity]) -> bool:

@@ -567,6 +567,14 @@ def _prev_is_letter(t: str, i: int) -> bool:
     return i > 0 and t[i - 1].isascii() and t[i - 1].isalpha()
 
 
+_RE_CAPS = re.compile(r"[A-Z]+")
+#: capital-letter units and markers written right after a number
+_CAPS_UNITS = frozenset(
+    "KB MB GB TB PB KW MW GW TW KWH MWH GWH TWH HZ KHZ MHZ GHZ MM CM KM KG MG ML PM AM BC AD "
+    "CE BCE BP USD EUR GBP CNY RMB HKD JPY AUD CAD".split()
+)
+
+
 def _number_cores(t: str) -> list[_Core]:
     cores: list[_Core] = []
     if _has_digit(t):
@@ -578,7 +586,14 @@ def _number_cores(t: str) -> list[_Core]:
                 t[s - 1] in _NOT_BEFORE_NUMBER or (t[s - 1] == "-" and _prev_is_letter(t, s - 1))
             ):
                 continue
-            cores.append(_Core(float(m.group().replace(",", "")), s, m.end(), True))
+            e = m.end()
+            # a product or model code ("64DD"; "A380" above): capitals right after the
+            # digits that are no unit ("10MB", "5MW", "3PM" are amounts and times)
+            if e + 1 < len(t) and t[e].isupper() and t[e + 1].isupper() and t[e].isascii():
+                run = _RE_CAPS.match(t, e)
+                if run is not None and run.group() not in _CAPS_UNITS:
+                    continue
+            cores.append(_Core(float(m.group().replace(",", "")), s, e, True))
     cores.extend(_en_number_words(t))
     if not any(c in t for c in _ZH_NUM_CHARS):
         return cores
