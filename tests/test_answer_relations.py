@@ -471,9 +471,36 @@ def test_two_statements_dealt_out_crosswise(query: str, gt: str, crossed: str, r
             "1,200 staff in 2019.",
             AnswerLabel.INCORRECT,
         ),
+        # a bound the exact truth satisfies is looser, not wrong
+        (
+            "RANDNet服务营运了多长时间？",
+            "仅营运了11个月就宣告中止。",
+            "营运时间很短，不到一年就宣告中止了。",
+            AnswerLabel.POSSIBLE_CORRECT,
+        ),
+        (
+            "How long did the Harlow trial last?",
+            "The Harlow trial lasted 11 months.",
+            "The Harlow trial lasted under two years.",
+            AnswerLabel.POSSIBLE_CORRECT,
+        ),
+        # a bound the truth breaks is wrong
+        (
+            "How long did the Harlow trial last?",
+            "The Harlow trial lasted 11 months.",
+            "The Harlow trial lasted over two years.",
+            AnswerLabel.INCORRECT,
+        ),
+        # a bound for a bound competes
+        (
+            "Within how many days must Walker appeal?",
+            "Within ten days of the judgment.",
+            "Within 100 days of the judgment.",
+            AnswerLabel.INCORRECT,
+        ),
     ],
 )
-def test_values_the_question_states_need_no_restating(
+def test_values_given_by_the_question_or_bounded_by_the_truth(
     query: str, gt: str, answer: str, expected: AnswerLabel
 ) -> None:
     label, reason, _ = judge(query, gt, answer)
@@ -505,45 +532,6 @@ def test_a_yes_no_question_answered_in_chinese() -> None:
     assert label is AnswerLabel.CORRECT and rule == "polar_agrees", reason
     label, reason, _ = judge("青禾是否在河源设厂？", "是的，2019年在河源设厂。", "不是。")
     assert label is AnswerLabel.INCORRECT, reason
-
-
-@pytest.mark.parametrize(
-    ("query", "gt", "answer", "expected"),
-    [
-        # a bound the exact truth satisfies is looser, not wrong
-        (
-            "RANDNet服务营运了多长时间？",
-            "仅营运了11个月就宣告中止。",
-            "营运时间很短，不到一年就宣告中止了。",
-            AnswerLabel.POSSIBLE_CORRECT,
-        ),
-        (
-            "How long did the Harlow trial last?",
-            "The Harlow trial lasted 11 months.",
-            "The Harlow trial lasted under two years.",
-            AnswerLabel.POSSIBLE_CORRECT,
-        ),
-        # a bound the truth breaks is wrong
-        (
-            "How long did the Harlow trial last?",
-            "The Harlow trial lasted 11 months.",
-            "The Harlow trial lasted over two years.",
-            AnswerLabel.INCORRECT,
-        ),
-        # a bound for a bound competes
-        (
-            "Within how many days must Walker appeal?",
-            "Within ten days of the judgment.",
-            "Within 100 days of the judgment.",
-            AnswerLabel.INCORRECT,
-        ),
-    ],
-)
-def test_a_bound_the_truth_satisfies_is_no_contradiction(
-    query: str, gt: str, answer: str, expected: AnswerLabel
-) -> None:
-    label, reason, _ = judge(query, gt, answer)
-    assert label is expected, reason
 
 
 def test_a_product_code_is_no_amount() -> None:
