@@ -67,6 +67,8 @@ GUARDED_PARTS = (
     "fresh37",
     "fresh38",
     "fresh39",
+    "fresh40",
+    "fresh41",
 )
 PARTS = [ROOT / name for name in GUARDED_PARTS if (ROOT / name / "labels.jsonl").is_file()]
 
