@@ -545,6 +545,35 @@ def test_a_product_code_is_no_amount() -> None:
     assert label is AnswerLabel.ABSTAIN, reason
 
 
+@pytest.mark.parametrize(
+    ("query", "gt", "swapped", "right"),
+    [
+        (
+            "Which metals does the Orvel mine produce?",
+            "Copper, zinc and silver.",
+            "The Orvel mine produces:\n- copper\n- zinc\n- platinum",
+            "The Orvel mine produces:\n- copper\n- zinc\n- silver",
+        ),
+        (
+            "青禾联盟由哪些城市组成？",
+            "河源、临江、南湖、白沙。",
+            "青禾联盟由以下城市组成：河源、临江、南湖、青山。",
+            "青禾联盟由河源、临江、南湖和白沙组成。",
+        ),
+    ],
+)
+def test_a_list_with_an_item_swapped_for_one_of_its_own(
+    query: str, gt: str, swapped: str, right: str
+) -> None:
+    label, reason, rule = judge(query, gt, swapped)
+    assert label is AnswerLabel.INCORRECT and rule == "list_substitution", reason
+    label, reason, rule = judge(query, gt, right)
+    assert label is AnswerLabel.CORRECT, reason
+    # a question that asks for one thing is no list question
+    label, reason, rule = judge("Which metal made the Orvel mine rich?", gt, swapped)
+    assert rule != "list_substitution", reason
+
+
 def test_a_month_named_as_a_word_states_the_ground_truths_month() -> None:
     ex = Example(
         example_id="x",

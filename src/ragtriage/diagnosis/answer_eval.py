@@ -64,7 +64,7 @@ from ragtriage.judge.parsing import parse_answer_label
 from ragtriage.judge.prompts import answer_eval_prompt, ground_truth_text
 from ragtriage.llm import LLMFailure
 from ragtriage.records import AnswerLabel, Example, Judgement, Trace
-from ragtriage.text import content_tokens, normalize, split_sentences
+from ragtriage.text import content_tokens, has_cjk, has_content, normalize, split_sentences
 
 __all__ = [
     "AnswerFacts",
@@ -738,6 +738,70 @@ def _polar_conflict(example: Example, answer: str) -> tuple[str, str] | None:
         if found in _OPPOSITE_POLAR.get(w, ()):
             return w, found
     return None
+
+
+#: the items of a list: lines, and pieces parted by commas, 、, semicolons, colons or "and"
+_LIST_SPLIT = re.compile(r"([\n、，;；：]|[,:](?!\d)|\s+and\s+|\s*(?:以及|和|与)\s*)")
+
+
+def _items(text: str) -> list[str]:
+    """The list items of ``text``; a piece before a colon is a label or a lead-in
+    ("金额：500万元", "… are:"), no item."""
+    parts = _LIST_SPLIT.split(text)
+    pieces, delimiters = parts[::2], [*parts[1::2], ""]
+    return [
+        p.strip(" .。-*•")
+        for p, d in zip(pieces, delimiters, strict=True)
+        if d not in (":", "：") and has_content(p)
+    ]
+
+
+#: a question that asks for several things: "which examples", "what are", "哪些"
+_ASKS_LIST = re.compile(
+    r"\b(?:what|which)\s+(?:are|were)\b|\b(?:what|which)\s+(?:[a-z]+\s+){0,2}?"
+    r"(?!(?:is|was|has|does|this|its)\b)[a-z]{3,}s\b|\blist\b|\bname\s+(?:the|all)\b"
+    r"|哪些|哪几|有什么|包括什么",
+    re.IGNORECASE,
+)
+#: a discourse word that opens a conclusion, no item of a list
+_NO_ITEM = re.compile(r"(?:thus|therefore|hence|so|overall|综上所述|综上|因此|所以|总之)", re.I)
+
+
+def _short_item(piece: str) -> bool:
+    """A list item: a name or a short noun phrase (at most three words, six characters
+    of Chinese)."""
+    return len(content_tokens(piece)) <= (6 if has_cjk(piece) else 3)
+
+
+def _list_substitution(example: Example, answer: str, whole: str) -> tuple[str, str] | None:
+    """A list question ("which examples …", "哪些") whose ground truth lists three or more
+    short items, answered with a list
+    of as many short items, one of them new -- no word of the ground truth, mostly not
+    the question's -- where a ground-truth item is missing ("… 美国、澳大利亚" for
+    "… 美国、加拿大"): (missing item, the answer's item), else ``None``. ``answer`` is
+    what the answer commits to, ``whole`` all of it (the item may be stated anywhere)."""
+    if _ASKS_LIST.search(example.query) is None:
+        return None
+    truth = _items(example.answer)
+    if len(truth) < 3 or not all(_short_item(t) for t in truth):
+        return None
+    gt_words = set(content_tokens(example.answer))
+    asked = set(content_tokens(example.query))
+    listed: list[str] = []
+    new: list[str] = []
+    for piece in _items(answer):
+        if not _short_item(piece) or _NO_ITEM.fullmatch(piece):
+            continue
+        words = content_tokens(piece)
+        if any(states_keypoint(t, piece) for t in truth):
+            listed.append(piece)
+        elif not gt_words.intersection(words) and sum(w in asked for w in words) * 2 < len(words):
+            new.append(piece)
+    if not new or not listed or len(listed) + len(new) != len(truth):
+        return None
+    # missing from the whole answer, not just from its short items
+    missing = [t for t in truth if not states_keypoint(t, whole)]
+    return (missing[0], new[0]) if missing else None
 
 
 def _polar_agrees(example: Example, view: AnswerView) -> bool:
@@ -1423,6 +1487,14 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             AnswerLabel.INCORRECT,
             f"says {opposite[0][1]!r} where the ground truth says {opposite[0][0]!r}",
             "opposite_term",
+        )
+    swapped_item = _list_substitution(example, committed, ans)
+    if swapped_item is not None:
+        return _judgement(
+            example,
+            AnswerLabel.INCORRECT,
+            f"lists {swapped_item[1]!r} where the ground truth lists {swapped_item[0]!r}",
+            "list_substitution",
         )
     crossed = crossed_terms(gt, committed)
     if crossed is not None:

@@ -1434,7 +1434,7 @@ def _gen_e12_parts(g: _Gen, found: _Found) -> None:
 #: contradicts (see answer_eval / answer_checks)
 _WRONG_STATEMENT_RULES = frozenset(
     "value_conflict slot_conflict name_substituted fact_swap entity_value direction_flip opposite_term "
-    "numeral_conflict bound_conflict rank_conflict impossible_date count_conflict crossed_terms "
+    "numeral_conflict bound_conflict rank_conflict impossible_date count_conflict crossed_terms list_substitution "
     "choice choice_time order".split()
 )
 
@@ -1544,6 +1544,20 @@ def _gen_e13(g: _Gen, found: _Found) -> None:
             f"the answer exchanges {sw.first} and {sw.second}: each is given the other's "
             f"facts of the ground truth",
         )
+        return
+    if g.ctx.answer_rule == "list_substitution":
+        # an item of its own in a list: from the context, the context misread (E13);
+        # from nowhere, made up (E10)
+        fill = g.a_new - g.g_terms
+        from_context = len(fill & g.c_terms) * 2 >= len(fill) if fill else True
+        found.add(
+            E.E13,
+            0.8 if from_context else 0.5,
+            "the answer lists an item of its own in place of one of the ground truth's"
+            + (" (an item the context names)" if from_context else ""),
+        )
+        if not from_context:
+            found.add(E.E10, 0.8, "the item the answer lists in its place is in no context chunk")
         return
     if g.ctx.answer_rule == "crossed_terms":
         found.add(
