@@ -69,6 +69,8 @@ GUARDED_PARTS = (
     "fresh39",
     "fresh40",
     "fresh41",
+    "fresh42",
+    "fresh43",
 )
 PARTS = [ROOT / name for name in GUARDED_PARTS if (ROOT / name / "labels.jsonl").is_file()]
 
