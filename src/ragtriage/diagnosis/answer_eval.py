@@ -583,8 +583,12 @@ def answer_facts(
         pieces: list[str] | None = None
         anchors_all = [p.text for p in question_parts(query)] if query else []
         for kp, bag in points:
-            if normalize(kp) in _POLAR:  # a bare yes/no: the answer's opening word
-                hit = _keypoint_in(kp, bag, kp_text)
+            if normalize(kp) in _POLAR:  # a bare yes/no: the answer's opening word,
+                # or its conclusion's ("… Thus, the answer is: yes, for two weeks.")
+                view = answer_view(kp_text)
+                hit = _keypoint_in(kp, bag, kp_text) or (
+                    view.final_from != "whole answer" and _keypoint_in(kp, bag, view.final)
+                )
                 covered += hit
                 if kp == points[0][0]:
                     first_hit = hit
@@ -718,8 +722,34 @@ _POLAR_OPENING = re.compile(
 )
 
 
-def _polar_opening(text: str) -> str | None:
+#: the words that lead a conclusion up to its answer ("Thus, the answer is: …", "综上所述，
+#: 答案是…"), before a yes or no
+_ANSWER_LEADS = (
+    re.compile(
+        r"\s*(?:(?:thus|therefore|hence|so|overall|in\s+(?:conclusion|summary|short))\b"
+        r"[\s,:：]*)?(?:(?:the\s+)?(?:short\s+|final\s+|direct\s+)?answer\s*"
+        r"(?:is\b|would\s+be\b)?[\s,:：]*)?",
+        re.IGNORECASE,
+    ),
+    re.compile(r"\s*(?:综上所述|综上|因此|所以|总之)?[，,：:\s]*(?:答案(?:是|为)?[：:\s]*)?"),
+)
+
+
+def _polar_match(text: str) -> re.Match[str] | None:
+    """The bare polar word opening ``text``, or opening it after the words that lead a
+    conclusion to its answer."""
     m = _POLAR_OPENING.match(text)
+    for lead in _ANSWER_LEADS:
+        if m is not None:
+            break
+        led = lead.match(text)
+        if led is not None and led.end() > 0:
+            m = _POLAR_OPENING.match(text, led.end())
+    return m
+
+
+def _polar_opening(text: str) -> str | None:
+    m = _polar_match(text)
     return None if m is None else (m.group(1) or m.group(2)).lower()
 
 
@@ -815,7 +845,7 @@ def _polar_agrees(example: Example, view: AnswerView) -> bool:
     if any(normalize(k) not in _POLAR for k in example.keypoints):
         return False
     said = view.final if view.final_from != "whole answer" else view.text
-    m = _POLAR_OPENING.match(said)
+    m = _polar_match(said)
     if m is None or (m.group(1) or m.group(2)).lower() != opening:
         return False
     rest = said[m.end() :]
