@@ -259,9 +259,25 @@ def test_a_keypoint_names_its_subject_once() -> None:
             "钱某某有糖尿病史8年，规律服药；赵某某也有糖尿病史约3年。",
             AnswerLabel.INCORRECT,
         ),
+        # the yes/no opens the conclusion, after the words that lead to it
+        (
+            "Did the main street of Ardley become Hollowmere in the film, and for how long?",
+            "Yes. The main street became Hollowmere for two weeks.",
+            ["yes", "two weeks"],
+            "The passage says the shoot moved to Ardley, where the main street became "
+            "Hollowmere for two weeks. Thus, the answer is: yes, for two weeks.",
+            AnswerLabel.CORRECT,
+        ),
+        (
+            "青禾公司是否在河源设厂？",
+            "是的，2019年在河源设厂。",
+            ["是", "2019年"],
+            "资料显示青禾公司2019年在河源设立工厂。综上所述，答案是：不是。",
+            AnswerLabel.INCORRECT,
+        ),
     ],
 )
-def test_a_keypoint_words_the_question_asks_are_given(
+def test_keypoints_given_by_the_question_or_stated_in_the_conclusion(
     query: str, gt: str, keypoints: list[str], answer: str, expected: AnswerLabel
 ) -> None:
     ex = Example(example_id="x", query=query, answer=gt, keypoints=keypoints)
@@ -525,35 +541,6 @@ def test_a_yes_no_question_answered_with_the_ground_truths_word(
 ) -> None:
     label, reason, _ = judge("Did Ardent open a plant in Ohio?", gt, answer)
     assert label is expected, reason
-
-
-@pytest.mark.parametrize(
-    ("query", "gt", "keypoints", "answer", "expected"),
-    [
-        (
-            "Did the main street of Ardley become Hollowmere in the film, and for how long?",
-            "Yes. The main street became Hollowmere for two weeks.",
-            ["yes", "two weeks"],
-            "The passage says the shoot moved to Ardley, where the main street became "
-            "Hollowmere for two weeks. Thus, the answer is: yes, for two weeks.",
-            AnswerLabel.CORRECT,
-        ),
-        (
-            "青禾公司是否在河源设厂？",
-            "是的，2019年在河源设厂。",
-            ["是", "2019年"],
-            "资料显示青禾公司2019年在河源设立工厂。综上所述，答案是：不是。",
-            AnswerLabel.INCORRECT,
-        ),
-    ],
-)
-def test_a_yes_or_no_in_the_conclusion(
-    query: str, gt: str, keypoints: list[str], answer: str, expected: AnswerLabel
-) -> None:
-    # the yes/no opens the conclusion, after the words that lead to it
-    ex = Example(example_id="x", query=query, answer=gt, keypoints=keypoints)
-    j = evaluate_rules(ex, answer, CFG)
-    assert j.label is expected, j.reason
 
 
 def test_a_yes_no_question_answered_in_chinese() -> None:
