@@ -71,6 +71,8 @@ GUARDED_PARTS = (
     "fresh41",
     "fresh42",
     "fresh43",
+    "fresh44",
+    "fresh45",
 )
 PARTS = [ROOT / name for name in GUARDED_PARTS if (ROOT / name / "labels.jsonl").is_file()]
 
