@@ -9,7 +9,12 @@ import pytest
 
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis.alignment import fact_swaps
-from ragtriage.diagnosis.answer_checks import count_conflict, numeral_conflict, opposite_terms
+from ragtriage.diagnosis.answer_checks import (
+    count_conflict,
+    numeral_conflict,
+    opposite_terms,
+    ordinal_conflict,
+)
 from ragtriage.diagnosis.answer_eval import evaluate_rules, gt_units, states_keypoint
 from ragtriage.diagnosis.facts import extract_entities, extract_quantities
 from ragtriage.records import AnswerLabel, Example
@@ -548,6 +553,27 @@ def test_a_yes_no_question_answered_in_chinese() -> None:
     assert label is AnswerLabel.CORRECT and rule == "polar_agrees", reason
     label, reason, _ = judge("青禾是否在河源设厂？", "是的，2019年在河源设厂。", "不是。")
     assert label is AnswerLabel.INCORRECT, reason
+
+
+@pytest.mark.parametrize(
+    ("gt", "answer", "expected"),
+    [
+        (
+            "It is made of fragments from the second and third constant domains.",
+            "It is made of fragments from the third and fourth constant domains.",
+            ("second and third constant domains", "third and fourth constant domains"),
+        ),
+        ("他在第二届大会上当选主席。", "他在第三届大会上当选主席。", ("第二届大会", "第三届大会")),
+        # the same ordinals, or more of them, are no conflict
+        (
+            "It is made of fragments from the second and third constant domains.",
+            "From the second and third constant domains of the heavy chains.",
+            None,
+        ),
+    ],
+)
+def test_ordinals_given_otherwise(gt: str, answer: str, expected: tuple[str, str] | None) -> None:
+    assert ordinal_conflict(gt, answer) == expected
 
 
 def test_a_product_code_is_no_amount() -> None:

@@ -39,7 +39,7 @@ from ragtriage.diagnosis.facts import (
     key_terms,
     stem,
 )
-from ragtriage.text import content_tokens, has_cjk, is_cjk, normalize
+from ragtriage.text import STOPWORDS_EN, content_tokens, has_cjk, is_cjk, normalize
 
 __all__ = [
     "ChoiceConflict",
@@ -59,6 +59,7 @@ __all__ = [
     "numeral_conflict",
     "opposite_terms",
     "order_conflict",
+    "ordinal_conflict",
     "rank_conflict",
     "slot_conflict",
 ]
@@ -1261,4 +1262,56 @@ def crossed_terms(ground_truth: str, answer: str) -> tuple[str, str] | None:
             # each statement's words are split between the two pieces
             if a1 - a2 and a2 - a1 and b1 - b2 and b2 - b1:
                 return sorted(a1 - a2)[0], sorted(b1 - b2)[0]
+    return None
+
+
+# -- ordinals ---------------------------------------------------------------------------------
+
+_ORDINAL_EN = (
+    r"(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|"
+    r"1st|2nd|3rd|[4-9]th|10th)"
+)
+#: ordinals in a run ("second and third", "fifth to seventh") and the two words after them
+_ORDINAL_RUN_EN = re.compile(
+    rf"\b({_ORDINAL_EN}(?:(?:\s*,\s*|\s+(?:and|or|to|through)\s+){_ORDINAL_EN})*)"
+    r"\s+([A-Za-z][A-Za-z-]*)(?:\s+([A-Za-z][A-Za-z-]*))?",
+    re.IGNORECASE,
+)
+_ORDINAL_WORD_EN = re.compile(rf"\b{_ORDINAL_EN}\b", re.IGNORECASE)
+_ZH_ORD = "一二三四五六七八九十"
+_ORDINAL_RUN_ZH = re.compile(
+    rf"(第[{_ZH_ORD}]+(?:[、和及至到]第?[{_ZH_ORD}]+)*)([个次届位章条款季代]?[\u4e00-\u9fff]{{2}})"
+)
+
+
+def _ordinal_runs(text: str) -> dict[str, tuple[frozenset[str], str]]:
+    """What ordinals ``text`` gives before each noun: {noun key: (ordinals, the run)}."""
+    out: dict[str, tuple[frozenset[str], str]] = {}
+    if any(w in text.lower() for w in ("first", "second", "third", "th ", "st ", "nd ", "rd ")):
+        for m in _ORDINAL_RUN_EN.finditer(text):
+            words = [w for w in (m.group(2), m.group(3)) if w and w.lower() not in STOPWORDS_EN]
+            if not words:
+                continue
+            ords = frozenset(o.lower() for o in _ORDINAL_WORD_EN.findall(m.group(1)))
+            shown = f"{m.group(1)} {' '.join(words)}"
+            for w in words:
+                out.setdefault(stem(w.lower()), (ords, shown))
+    if "第" in text:
+        for m in _ORDINAL_RUN_ZH.finditer(text):
+            ords = frozenset(re.findall(rf"[{_ZH_ORD}]+", m.group(1)))
+            out.setdefault(m.group(2)[-2:], (ords, m.group()))
+    return out
+
+
+def ordinal_conflict(ground_truth: str, answer: str) -> tuple[str, str] | None:
+    """Ordinals the ground truth gives before a noun ("the second and third constant
+    domains", "第二届会议") that the answer gives otherwise before the same noun ("the
+    third and fourth constant domains"): (ground truth's run, answer's), else ``None``."""
+    gt = _ordinal_runs(ground_truth)
+    if not gt:
+        return None
+    for key, (said, run) in _ordinal_runs(answer).items():
+        truth = gt.get(key)
+        if truth is not None and truth[0] != said and not truth[0] <= said:
+            return truth[1], run
     return None

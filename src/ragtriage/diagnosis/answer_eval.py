@@ -43,6 +43,7 @@ from ragtriage.diagnosis.answer_checks import (
     numeral_conflict,
     opposite_terms,
     order_conflict,
+    ordinal_conflict,
     rank_conflict,
     slot_conflict,
 )
@@ -1188,6 +1189,11 @@ _VALUE_FORM_CHECKS: tuple[
         _without_query(numeral_conflict),
         "numeral_conflict",
         "grades it {said!r} where the ground truth says {truth!r}",
+    ),
+    (
+        _without_query(ordinal_conflict),
+        "ordinal_conflict",
+        "gives {said!r} where the ground truth gives {truth!r}",
     ),
     # a count of the thing a "how many" question asks, other than the ground truth's
     (

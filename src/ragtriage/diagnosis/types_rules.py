@@ -1434,7 +1434,7 @@ def _gen_e12_parts(g: _Gen, found: _Found) -> None:
 #: contradicts (see answer_eval / answer_checks)
 _WRONG_STATEMENT_RULES = frozenset(
     "value_conflict slot_conflict name_substituted fact_swap entity_value direction_flip opposite_term "
-    "numeral_conflict bound_conflict rank_conflict impossible_date count_conflict crossed_terms list_substitution "
+    "numeral_conflict bound_conflict rank_conflict impossible_date count_conflict crossed_terms list_substitution ordinal_conflict "
     "choice choice_time order".split()
 )
 
