@@ -460,6 +460,13 @@ def test_a_count_of_companies_is_no_company_name() -> None:
             "昙花在清晨开花，夜晚闭合。",
             "昙花夜晚开花，到了清晨就闭合。",
         ),
+        # words compared by stem, without a possessive ("baby's" / "baby", "name" / "named")
+        (
+            "Whom did Ava tell about the move, and what was her dog named?",
+            "She told Marcus; the dog was named Biscuit.",
+            "- Told: Biscuit\n- Dog's name: Marcus",
+            "- Told: Marcus\n- Dog's name: Biscuit",
+        ),
     ],
 )
 def test_two_statements_dealt_out_crosswise(query: str, gt: str, crossed: str, right: str) -> None:

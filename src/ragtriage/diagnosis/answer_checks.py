@@ -1238,8 +1238,17 @@ _PIECE = re.compile(
 )
 
 
+def _piece_word(token: str) -> str:
+    """An English word by its stem, without a possessive ("baby's" / "baby")."""
+    return stem(token.removesuffix("'s")) if token.isascii() else token
+
+
 def _pieces(text: str) -> list[frozenset[str]]:
-    return [frozenset(toks) for p in _PIECE.split(text) if p and (toks := content_tokens(p))]
+    return [
+        frozenset(map(_piece_word, toks))
+        for p in _PIECE.split(text)
+        if p and (toks := content_tokens(p))
+    ]
 
 
 def crossed_terms(ground_truth: str, answer: str) -> tuple[str, str] | None:
