@@ -73,6 +73,8 @@ GUARDED_PARTS = (
     "fresh43",
     "fresh44",
     "fresh45",
+    "fresh46",
+    "fresh47",
 )
 PARTS = [ROOT / name for name in GUARDED_PARTS if (ROOT / name / "labels.jsonl").is_file()]
 
