@@ -12,6 +12,7 @@ from ragtriage.diagnosis.answer_checks import (
     compound_durations,
     direction_flips,
     entity_value_conflict,
+    keypoint_replaced,
     order_conflict,
     slot_conflict,
 )
@@ -109,6 +110,77 @@ def test_slot_filled_with_another_name() -> None:
         ("began in St. Joseph, Missouri", "ended in Sacramento"),
     )
     assert label is AnswerLabel.INCORRECT
+
+
+@pytest.mark.parametrize(
+    ("keypoint", "gt", "answer", "instead"),
+    [
+        # the ground truth's words around the keypoint hold another name in the answer
+        ("巴黎", "1960年5月17日在巴黎去世。", "他于1960年5月17日在蒙得维的亚去世。", "蒙得维的亚"),
+        (
+            "上官小宝",
+            "12岁开始从事漫画行业；14岁成为上官小宝（邝东源）的入室弟子。",
+            "他12岁入行；14岁时成为上官玉郎（莫君岳）的入室弟子。",
+            "上官玉郎",
+        ),
+        # the clause about the keypoint ("台湾…运营"), not another keypoint's ("中国大陆…")
+        (
+            "游戏橘子",
+            "中国大陆由盛大游戏运营，台湾由游戏橘子运营。",
+            "中国大陆由盛大游戏运营，台湾则由Nexon运营。",
+            "Nexon",
+        ),
+        ("乙酸铵", "可由乙酸铵失水获得。", "乙酰胺可由乙酸钠失水获得。", "乙酸钠"),
+        (
+            "Paris",
+            "She died in Paris on 17 May 1960.",
+            "She died in Montevideo on 17 May 1960.",
+            "Montevideo",
+        ),
+        # not a replacement: the keypoint shortened, restated, another ground-truth item,
+        # or no content word next to it to find its place by
+        (
+            "高尔夫球运动术语",
+            "标准杆是高尔夫球运动术语，指挥杆次数。",
+            "标准杆是高尔夫术语，指挥杆次数。",
+            None,
+        ),
+        ("只用于体外研究", "所以一般只用于体外研究。", "所以一般只在体外的研究中使用。", None),
+        (
+            "省军区党委第一书记",
+            "省委书记、省人大常委会主任、省军区党委第一书记。",
+            "省委书记、省人大常委会主任。",
+            None,
+        ),
+        (
+            "not cash",
+            "The prize is an item and not cash.",
+            "The prize is an item rather than money.",
+            None,
+        ),
+    ],
+)
+def test_a_keypoint_replaced_between_the_ground_truths_own_words(
+    keypoint: str, gt: str, answer: str, instead: str | None
+) -> None:
+    assert keypoint_replaced(keypoint, gt, answer) == instead
+
+
+def test_a_replaced_keypoint_fails_the_answer_en_and_zh() -> None:
+    zh = label_of(
+        "独孤剑的师父是谁？师父死后独孤剑担任了什么职务？",
+        "师父是刘轻舟；刘轻舟死后，独孤剑接掌衡山派掌门。",
+        "独孤剑的师父是南宫灭。南宫灭死后，独孤剑接掌了衡山派掌门之位。",
+        ("刘轻舟", "衡山派掌门"),
+    )
+    assert zh is AnswerLabel.INCORRECT
+    en = label_of(
+        "Where and when did she die?",
+        "She died in Paris on 17 May 1960.",
+        "She died in Montevideo on 17 May 1960.",
+        ("Paris", "17 May 1960"),
+    )
+    assert en is AnswerLabel.INCORRECT
 
 
 def test_a_value_given_with_the_ground_truths_own_wording_is_no_slot_conflict() -> None:

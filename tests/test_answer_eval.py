@@ -171,6 +171,30 @@ def test_chinese_correct_with_numeral_variants() -> None:
     assert judge(ZH_GT, "根据判决，张某被判处有期徒刑5年。", ZH_Q) is A.CORRECT
 
 
+def test_a_three_character_chinese_term_needs_both_its_pairs() -> None:
+    q = "乙酰胺可由哪种物质失水获得？"
+    assert (
+        judge("可由乙酸铵失水获得。", "乙酰胺可由乙酸钠失水获得。", q, keypoints=["乙酸铵"])
+        is A.INCORRECT
+    )
+    assert (
+        judge("可由乙酸铵失水获得。", "它由乙酸铵失水得到。", q, keypoints=["乙酸铵"]) is A.CORRECT
+    )
+
+
+def test_a_review_declining_a_shortened_name_of_the_question_abstains() -> None:
+    # "中联部" is "中共中央对外联络部": the decline names the question by its characters
+    answer = (
+        "根据提供的资料，王家瑞曾任中共中央对外联络部部长。资料还介绍了他1970年参加工作、"
+        "1973年入党的经历。不过，关于他具体是在哪一年出任中联部部长，这段材料中没有给出明确"
+        "时间，因此我无法确定他出任部长的具体日期。"
+    )
+    label = judge(
+        "2003年3月。", answer, "王家瑞何时出任中共中央对外联络部部长？", keypoints=["2003年3月"]
+    )
+    assert label is A.ABSTAIN
+
+
 def test_chinese_wrong_number_is_incorrect() -> None:
     assert judge(ZH_GT, "张某被判处有期徒刑三年。", ZH_Q) is A.INCORRECT
 

@@ -12,6 +12,7 @@ present but tied to each other wrongly.
 | :func:`impossible_dates` | dates no calendar has ("35th March", "February 30", "13月", "3月35日") | an impossible day dropped by the date reader, so the answer was judged by its other words |
 | :func:`compound_durations` | "2 hours and 10 minutes" also stands for 130 minutes (and years + months) | a converted duration read as a conflict |
 | :func:`order_conflict` | an ordering question ("which came first", "按时间先后") whose answer lists the ground truth's dated events in another order | a wrong sequence with every date right |
+| :func:`keypoint_replaced` | the ground truth's own words on both sides of an uncovered keypoint stand in the answer around something else ("14岁时成为上官玉郎的入室弟子" for "14岁成为上官小宝的入室弟子", "在蒙得维的亚去世" for "在巴黎去世") | a wrong name, place or term in the keypoint's place read as a merely missing detail, in Chinese as in English |
 | :func:`slot_conflict` | an uncovered keypoint whose wording ("began in …") the answer repeats with another name or number | "began in Salt Lake City" for "began in St. Joseph" |
 | :func:`choice_conflict` | a two-way comparison question ("which was founded earlier, A or B?", "A和B哪家更早") whose ground truth picks one option and whose answer picks the other (the option named in the clause with the question's comparative, not the one after "than"/"于"/"比") | a reversed comparison with both facts right |
 | :func:`entity_value_conflict` | a question about several named entities: an answer clause gives one entity another amount of the same unit than the ground-truth clause about it with the same wording | "$200 million" for the second company when the right "$20 million" is stated for the first |
@@ -55,6 +56,7 @@ __all__ = [
     "direction_flips",
     "entity_value_conflict",
     "impossible_dates",
+    "keypoint_replaced",
     "names_of",
     "numeral_conflict",
     "opposite_terms",
@@ -345,6 +347,135 @@ def _stated_as_in(value: Quantity, clause: str, ground_truth: str) -> bool:
         if words and len(words & have) / len(words) > 0.5:
             return True
     return False
+
+
+# -- a keypoint's place filled with something else ----------------------------------------
+
+#: where a clause of the ground truth ends, for the words around a keypoint
+_PLACE_END = re.compile(r"[\n;；。！？!?,，、:：()（）「」“”\"]|\.(?:\s|$)")
+#: the longest filler read between the words around a keypoint (characters)
+_FILLER_MAX = 40
+
+
+def keypoint_replaced(keypoint: str, ground_truth: str, answer: str) -> str | None:
+    """What the answer puts where the ground truth has ``keypoint``: the ground truth's own
+    words on both sides of the keypoint in its clause ("…14岁成为**上官小宝**的入室弟子",
+    "…由**游戏橘子**运营", "…died in **Paris** on…") stand in the answer around something
+    else ("上官玉郎", "Nexon"), which holds less than three quarters of the keypoint's
+    words. ``None`` when the keypoint is not in the ground truth word for word, when its
+    clause gives it no content word to find its place by, or when the answer states it
+    word for word (numbers and dates are left to the value checks)."""
+    k = keypoint.strip()
+    if not k or extract_quantities(k) or extract_dates(k):
+        return None
+    low_gt, low_ans, low_k = ground_truth.lower(), answer.lower(), k.lower()
+    at = low_gt.find(low_k)
+    if at < 0 or low_k in low_ans:
+        return None
+    before = _PLACE_END.split(low_gt[:at])[-1]
+    after = _PLACE_END.split(low_gt[at + len(low_k) :])[0]
+    around = set(content_tokens(f"{before} {after}"))
+    for left, right in _places(before, after):
+        filler = _filler(answer, low_ans, left, right, around)
+        if filler is not None and _other_than(filler, k, low_gt):
+            return filler
+    return None
+
+
+def _other_than(filler: str, keypoint: str, low_gt: str) -> bool:
+    """``filler`` is something other than ``keypoint``: not another piece of the ground
+    truth (a list answer that names the next item leaves one out, it puts nothing in its
+    place), not a shortening of the keypoint (its Chinese characters all the keypoint's:
+    "高尔夫术语" for "高尔夫球运动术语"), and holding less than three quarters of the
+    keypoint (its Chinese characters, its English words by stem): "乙酸钠" for "乙酸铵"
+    is another compound, "只在体外的研究中使用" restates "只用于体外研究"."""
+    if filler.lower() in low_gt:
+        return False
+    if has_cjk(keypoint):
+        want = {c for c in keypoint if is_cjk(c)}
+        got = {c for c in filler if is_cjk(c)}
+        if got and got <= want:
+            return False
+        return 4 * len(want & got) < 3 * len(want)
+    want_w = {stem(t) for t in content_tokens(keypoint)}
+    got_w = {stem(t) for t in content_tokens(filler)}
+    if not got_w or got_w <= want_w:
+        return False
+    return 4 * len(want_w & got_w) < 3 * len(want_w)
+
+
+def _places(before: str, after: str) -> list[tuple[str, str]]:
+    """The (left, right) words to find a keypoint's place by, most specific first: each
+    side's nearest content word (two CJK characters, or one next to a two-character
+    other side); a side at the clause's edge is ``""``, a side of function words only
+    gives no place."""
+    lefts, rights = _edges(before, tail=True), _edges(after, tail=False)
+    if (before.strip() and not lefts) or (after.strip() and not rights):
+        return []
+    lefts, rights = lefts or [""], rights or [""]
+    out = []
+    for left in lefts:
+        for right in rights:
+            size = len(left) + len(right)
+            # Chinese: three characters in all when both sides are given
+            both_cjk = bool(left and right) and any(is_cjk(c) for c in left + right)
+            if size >= 2 and not (both_cjk and size < 3):
+                out.append((left, right))
+    return out
+
+
+_WORD = re.compile(r"[a-z0-9][a-z0-9'-]*")
+
+
+def _edges(piece: str, *, tail: bool) -> list[str]:
+    """A clause piece's words next to a keypoint: two CJK characters, then one; or the
+    nearest English content word (with the words between it and the keypoint)."""
+    text = piece.rstrip() if tail else piece.lstrip()
+    if not text:
+        return []
+    if is_cjk(text[-1] if tail else text[0]):
+        two = text[-2:] if tail else text[:2]
+        one = text[-1:] if tail else text[:1]
+        return [two, one] if len(two) == 2 and all(is_cjk(c) for c in two) else [one]
+    words = list(_WORD.finditer(text))
+    seq = words[::-1] if tail else words
+    for m in seq[:3]:
+        w = m.group()
+        if w[0].isdigit() or (w not in STOPWORDS_EN and len(w) > 2):
+            return [text[m.start() :]] if tail else [text[: m.end()]]
+    return []
+
+
+def _filler(answer: str, low_ans: str, left: str, right: str, around: set[str]) -> str | None:
+    """The answer's text between ``left`` and ``right`` (a clause's edge for ``""``),
+    when it is a short piece of one clause that declines nothing and that clause holds
+    half of ``around`` (the words of the ground truth's clause about the keypoint: "台湾…
+    运营", not the "中国大陆…运营" of another keypoint)."""
+    if left:
+        starts = [m.end() for m in re.finditer(re.escape(left), low_ans)]
+    else:
+        starts = [0, *(m.end() for m in _PLACE_END.finditer(low_ans))]
+    for s in starts:
+        if right:
+            end = low_ans.find(right, s, s + _FILLER_MAX + len(right))
+            if end < 0:
+                continue
+        else:
+            stop = _PLACE_END.search(low_ans, s)
+            end = stop.start() if stop is not None else len(low_ans)
+        if end - s > _FILLER_MAX:
+            continue
+        filler = answer[s:end].strip(" \t的之了为是则")
+        if not filler or _PLACE_END.search(filler) or declining_sentence(filler):
+            continue
+        if len(around) >= 2:
+            opened = max((m.end() for m in _PLACE_END.finditer(low_ans, 0, s)), default=0)
+            closed = _PLACE_END.search(low_ans, end)
+            clause = low_ans[opened : closed.start() if closed is not None else len(low_ans)]
+            if 2 * len(around & set(content_tokens(clause))) < len(around):
+                continue
+        return filler
+    return None
 
 
 # -- the other option of a two-way question ---------------------------------------------

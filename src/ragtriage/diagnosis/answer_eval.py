@@ -38,6 +38,7 @@ from ragtriage.diagnosis.answer_checks import (
     direction_flips,
     entity_value_conflict,
     impossible_dates,
+    keypoint_replaced,
     names_of,
     negated_terms,
     numeral_conflict,
@@ -65,7 +66,14 @@ from ragtriage.judge.parsing import parse_answer_label
 from ragtriage.judge.prompts import answer_eval_prompt, ground_truth_text
 from ragtriage.llm import LLMFailure
 from ragtriage.records import AnswerLabel, Example, Judgement, Trace
-from ragtriage.text import content_tokens, has_cjk, has_content, normalize, split_sentences
+from ragtriage.text import (
+    content_tokens,
+    has_cjk,
+    has_content,
+    is_cjk,
+    normalize,
+    split_sentences,
+)
 
 __all__ = [
     "AnswerFacts",
@@ -878,11 +886,15 @@ def _keypoint_in(kp: str, bag: Counter[str], text: str) -> bool:
         )
         if not bag:
             return True
+    # a three-character Chinese term ("乙酸铵", two character pairs) is not stated by one
+    # of its pairs ("乙酸钠"): half of a short word is no half of its meaning
+    term = kp.strip()
+    need = 1.0 if len(term) == 3 and all(is_cjk(c) for c in term) else _KEYPOINT_RECALL
     return (
-        _overlap(_bag(content_tokens(text)), bag)[1] >= _KEYPOINT_RECALL
+        _overlap(_bag(content_tokens(text)), bag)[1] >= need
         # compared loosely, more than half its words ("worsening hypertension" is not
         # said by "if symptoms worsened")
-        or _loose_recall(bag, text) > _KEYPOINT_RECALL
+        or _loose_recall(bag, text) > max(need - 1e-9, _KEYPOINT_RECALL)
     )
 
 
@@ -1217,6 +1229,16 @@ def _declines_the_question(view: AnswerView, query: str) -> bool:
     return not view.declining_clauses
 
 
+def _names_question(clause: str, query: str) -> bool:
+    """``clause`` names a third of the question's words; in Chinese, of its characters
+    (the question's character pairs miss a shortened name: "中联部" for "中共中央对外联络部")."""
+    if has_cjk(query):
+        asked = {c for c in query if is_cjk(c)}
+        return 3 * len(asked & set(clause)) >= len(asked)
+    words = set(content_tokens(query))
+    return bool(words) and 3 * len(words & set(content_tokens(clause))) >= len(words)
+
+
 def _reviews_then_declines(view: AnswerView, gt: str, query: str) -> bool:
     """One paragraph that reviews the documents and declines in its last sentence ("The
     passage describes … It does not give …, so I can't answer that"): the decline is of
@@ -1239,10 +1261,7 @@ def _reviews_then_declines(view: AnswerView, gt: str, query: str) -> bool:
         last = view.declining_clauses[-1]
     if _BEYOND.search(last) or _values(gt, _slot_clauses(view.text, query)).contradicted:
         return False
-    asked = set(content_tokens(query))
-    if not _REFUSES.search(last) and (
-        not asked or 3 * len(asked & set(content_tokens(last))) < len(asked)
-    ):
+    if not _REFUSES.search(last) and not _names_question(last, query):
         return False
     truth = set(content_tokens(gt))
     declined = view.declines if view.n_sentences >= 2 else view.declining_clauses
@@ -1589,6 +1608,15 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
                     f"states {conflict.found!r} where the ground truth has {conflict.expected!r} "
                     f"({conflict.clause[:80]!r})",
                     "slot_conflict",
+                )
+        for point in example.keypoints:
+            instead = keypoint_replaced(point, gt, committed)
+            if instead is not None and not _keypoint_in(point, _bag(content_tokens(point)), ans):
+                return _judgement(
+                    example,
+                    AnswerLabel.INCORRECT,
+                    f"puts {instead!r} where the ground truth has {point!r}",
+                    "keypoint_replaced",
                 )
     if facts.gt_tokens == 0:
         return undecidable

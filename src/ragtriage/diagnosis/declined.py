@@ -12,7 +12,7 @@ figure of several.
 
 | step | rule |
 |---|---|
-| when | the answer evaluation's rule is ``partial_abstention``, or a wrong value in a ground-truth fact's place (``value_conflict``, ``impossible_date``, ``entity_value``, ``slot_conflict``), and more than ``generator_gt_share`` of the GT chunks reached the generator (below it the cascade already looks upstream) |
+| when | the answer evaluation's rule is ``partial_abstention``, or a wrong value in a ground-truth fact's place (``value_conflict``, ``impossible_date``, ``entity_value``, ``slot_conflict``, ``keypoint_replaced``), and more than ``generator_gt_share`` of the GT chunks reached the generator (below it the cascade already looks upstream) |
 | missing facts | the ground truth's keypoints the answer does not state, else its statements it does not make |
 | holders | the GT-document chunks that hold a missing fact (all its numbers, half its words) |
 | decision | a missing fact held in the context: generation (``None``); else reranking when a holder was retrieved, retrieval when none was; facts no chunk holds are skipped |
@@ -32,7 +32,14 @@ __all__ = ["stage_from_declined"]
 #: (partial abstention) or puts another value in its place -- either way, a generator that
 #: never saw the fact's evidence could not have stated it
 _UNSEEN_RULES = frozenset(
-    {"partial_abstention", "value_conflict", "impossible_date", "entity_value", "slot_conflict"}
+    {
+        "partial_abstention",
+        "value_conflict",
+        "impossible_date",
+        "entity_value",
+        "slot_conflict",
+        "keypoint_replaced",
+    }
 )
 
 
