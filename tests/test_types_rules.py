@@ -11,7 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis._context import CaseContext
+from ragtriage.diagnosis.answer_eval import evaluate_rules
 from ragtriage.diagnosis.facts import concept_in_text, extract_concepts
 from ragtriage.diagnosis.types_rules import (
     STAGE_PRIORS,
@@ -722,6 +724,48 @@ def test_a_cited_document_label_is_no_fabricated_name() -> None:
     found = fired(ctx)
     assert "Document" not in found.get(E.E10, "")
     assert top_type(ctx) is E.E16
+
+
+def test_an_acronym_of_a_named_body_and_a_count_in_words_are_no_fabrication() -> None:
+    # "UN" shortens the question's "United Nations"; "these two goals" counts the answer's
+    # own points -- neither is an invented name or figure
+    ctx = gen_ctx(
+        "What are the objectives of the United Nations?",
+        "The main objectives of the UN are maintaining international peace and security "
+        "and promoting human rights. These two goals form the core of its mission.",
+        "Maintaining international peace and security, promoting human rights, fostering "
+        "social and economic development, and protecting the environment.",
+        [
+            "The objectives of the United Nations include maintaining international peace "
+            "and security, promoting human rights, fostering social and economic development "
+            "and protecting the environment."
+        ],
+        keypoints=[
+            "maintaining international peace and security",
+            "promoting human rights",
+            "fostering social and economic development",
+            "protecting the environment",
+        ],
+    )
+    found = fired(ctx)
+    assert "'UN'" not in found.get(E.E10, "")
+    assert E.E16 not in found
+    assert top_type(ctx) is E.E12
+
+
+def test_a_name_in_a_keypoints_place_is_a_misreading_zh() -> None:
+    ctx = gen_ctx(
+        "苏佩维埃尔何时在何地去世？",
+        "根据资料，苏佩维埃尔于1960年5月17日在蒙得维的亚去世。",
+        "1960年5月17日在巴黎去世。",
+        ["苏佩维埃尔生于乌拉圭蒙得维的亚。1960年5月17日在巴黎去世。"],
+        keypoints=["1960年5月17日", "巴黎"],
+    )
+    # the cascade hands the type judge the answer evaluation's deciding rule
+    judged = evaluate_rules(ctx.trace.example, ctx.trace.answer, DiagnosisConfig())
+    assert judged.rule == "keypoint_replaced"
+    ctx = dataclasses.replace(ctx, answer_rule=judged.rule)
+    assert top_type(ctx) is E.E13
 
 
 def test_e15_earlier_reversed() -> None:

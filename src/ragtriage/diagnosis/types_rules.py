@@ -39,6 +39,7 @@ from ragtriage.diagnosis.alignment import (
     FactSwap,
     NameSubstitution,
     fact_swaps,
+    is_initials,
     substituted_names,
 )
 from ragtriage.diagnosis.answer_checks import asks_order
@@ -1169,7 +1170,15 @@ class _Gen:
             and not self.in_gt(e)
             and not _mentions(e, self.context)
             and not _mentions(e, self.gt)
+            and not self.acronym_of_known(e)
         ]
+
+    def acronym_of_known(self, name: str) -> bool:
+        """``name`` is the acronym of a name the query or the ground truth gives ("UN" of
+        "the United Nations"): the answer shortens a known name, it invents nothing."""
+        if not (1 < len(name.replace(".", "")) <= 6 and name.replace(".", "").isupper()):
+            return False
+        return any(is_initials(name, e) for e in [*self.q_ents, *self.g_ents])
 
     @cached_property
     def unsupported_numbers(self) -> list[Quantity]:
@@ -1922,7 +1931,9 @@ def _gen_e16(g: _Gen, found: _Found) -> None:
         found.add(E.E16, best[0] * weight, best[1])
         return
     c_pool = QuantityPool(c_q)
-    alien = [a for a in g.a_quants if not c_pool.matches(a)]
+    # a small count in words ("these two goals", "three reasons") counts the answer's own
+    # points; it states no figure of the documents
+    alien = [a for a in g.a_quants if not c_pool.matches(a) and not _own_count(a)]
     if alien:
         a = alien[0]
         calc = _arithmetic(a, c_q)
@@ -1932,6 +1943,11 @@ def _gen_e16(g: _Gen, found: _Found) -> None:
             f"answer number {_fmt_q(a)} is not found in the context"
             + (f"; it equals {calc}" if calc else ""),
         )
+
+
+def _own_count(q: Quantity) -> bool:
+    """A unitless count of at most ten written in words ("two", "three", "三")."""
+    return not q.unit and q.value <= 10 and not any(ch.isdigit() for ch in q.raw)
 
 
 def _wrong_number(
