@@ -75,6 +75,8 @@ GUARDED_PARTS = (
     "fresh45",
     "fresh46",
     "fresh47",
+    "fresh48",
+    "fresh49",
 )
 PARTS = [ROOT / name for name in GUARDED_PARTS if (ROOT / name / "labels.jsonl").is_file()]
 
