@@ -13,6 +13,7 @@ from ragtriage.diagnosis.answer_checks import (
     direction_flips,
     entity_value_conflict,
     keypoint_replaced,
+    keypoint_variant,
     order_conflict,
     slot_conflict,
 )
@@ -166,6 +167,25 @@ def test_a_keypoint_replaced_between_the_ground_truths_own_words(
     assert keypoint_replaced(keypoint, gt, answer) == instead
 
 
+@pytest.mark.parametrize(
+    ("keypoint", "answer", "variant"),
+    [
+        ("carbon dioxide", "Carbon monoxide, as the passage explains.", "Carbon monoxide"),
+        ("C period", "DNA replication takes place during the B period.", "B period"),
+        ("Western Australia Day", "It is Eastern Australia Day.", "Eastern Australia Day"),
+        # the keypoint itself, another wording, or no sibling word: no variant
+        ("carbon dioxide", "Carbon dioxide, not carbon monoxide.", None),
+        ("luxury apartment", "They moved into a luxury flat.", None),
+        ("urinary antigen test", "A pneumococcal antigen test was done.", None),
+        ("Maurice Gibb", "The three Gibb brothers.", None),
+    ],
+)
+def test_an_english_keypoint_with_one_sibling_word_changed(
+    keypoint: str, answer: str, variant: str | None
+) -> None:
+    assert keypoint_variant(keypoint, answer) == variant
+
+
 def test_a_replaced_keypoint_fails_the_answer_en_and_zh() -> None:
     zh = label_of(
         "独孤剑的师父是谁？师父死后独孤剑担任了什么职务？",
@@ -181,6 +201,13 @@ def test_a_replaced_keypoint_fails_the_answer_en_and_zh() -> None:
         ("Paris", "17 May 1960"),
     )
     assert en is AnswerLabel.INCORRECT
+    gas = label_of(
+        "An excess of which gas can human senses detect?",
+        "Carbon dioxide.",
+        "Carbon monoxide. People sense an excess of it only when it is too late.",
+        ("carbon dioxide",),
+    )
+    assert gas is AnswerLabel.INCORRECT
 
 
 def test_a_value_given_with_the_ground_truths_own_wording_is_no_slot_conflict() -> None:

@@ -182,6 +182,16 @@ def test_a_three_character_chinese_term_needs_both_its_pairs() -> None:
     )
 
 
+def test_a_chinese_keypoint_with_one_character_left_out_is_stated() -> None:
+    q = "软枝黄蝉如果种在荫蔽处会怎样？"
+    gt = "难于开花，而且枝叶也会显得稀疏。"
+    said = "种在荫蔽处的话，它很难开花，枝叶也会变得稀疏。"
+    assert judge(gt, said, q, keypoints=["难于开花", "枝叶稀疏"]) is A.CORRECT
+    # a character changed is no character left out
+    q2 = "泰国国王是谁？"
+    assert judge("拉玛九世。", "是拉玛八世。", q2, keypoints=["拉玛九世"]) is A.INCORRECT
+
+
 def test_a_review_declining_a_shortened_name_of_the_question_abstains() -> None:
     # "中联部" is "中共中央对外联络部": the decline names the question by its characters
     answer = (

@@ -13,6 +13,7 @@ present but tied to each other wrongly.
 | :func:`compound_durations` | "2 hours and 10 minutes" also stands for 130 minutes (and years + months) | a converted duration read as a conflict |
 | :func:`order_conflict` | an ordering question ("which came first", "按时间先后") whose answer lists the ground truth's dated events in another order | a wrong sequence with every date right |
 | :func:`keypoint_replaced` | the ground truth's own words on both sides of an uncovered keypoint stand in the answer around something else ("14岁时成为上官玉郎的入室弟子" for "14岁成为上官小宝的入室弟子", "在蒙得维的亚去世" for "在巴黎去世") | a wrong name, place or term in the keypoint's place read as a merely missing detail, in Chinese as in English |
+| :func:`keypoint_variant` | an English keypoint of two to four words stated with one content word changed in place ("carbon monoxide" for "carbon dioxide", "the B period" for "the C period"), the keypoint itself never | half a two-word term read as the whole: "carbon" covers half of "carbon dioxide" |
 | :func:`slot_conflict` | an uncovered keypoint whose wording ("began in …") the answer repeats with another name or number | "began in Salt Lake City" for "began in St. Joseph" |
 | :func:`choice_conflict` | a two-way comparison question ("which was founded earlier, A or B?", "A和B哪家更早") whose ground truth picks one option and whose answer picks the other (the option named in the clause with the question's comparative, not the one after "than"/"于"/"比") | a reversed comparison with both facts right |
 | :func:`entity_value_conflict` | a question about several named entities: an answer clause gives one entity another amount of the same unit than the ground-truth clause about it with the same wording | "$200 million" for the second company when the right "$20 million" is stated for the first |
@@ -57,6 +58,7 @@ __all__ = [
     "entity_value_conflict",
     "impossible_dates",
     "keypoint_replaced",
+    "keypoint_variant",
     "names_of",
     "numeral_conflict",
     "opposite_terms",
@@ -397,11 +399,18 @@ def _other_than(filler: str, keypoint: str, low_gt: str) -> bool:
         if got and got <= want:
             return False
         return 4 * len(want & got) < 3 * len(want)
+    # English: names only ("Montevideo" for "Paris"); a verb phrase has many wordings
+    # ("filled in for him" for "took his place")
+    if not (_CAPITALISED.search(keypoint) and _CAPITALISED.search(filler)):
+        return False
     want_w = {stem(t) for t in content_tokens(keypoint)}
     got_w = {stem(t) for t in content_tokens(filler)}
     if not got_w or got_w <= want_w:
         return False
     return 4 * len(want_w & got_w) < 3 * len(want_w)
+
+
+_CAPITALISED = re.compile(r"\b[A-Z]")
 
 
 def _places(before: str, after: str) -> list[tuple[str, str]]:
@@ -476,6 +485,51 @@ def _filler(answer: str, low_ans: str, left: str, right: str, around: set[str]) 
                 continue
         return filler
     return None
+
+
+def keypoint_variant(keypoint: str, answer: str) -> str | None:
+    """The answer's phrase that is an English keypoint of two to four words with one word
+    changed in place for a sibling word (:func:`_sibling_words`: "carbon monoxide" for
+    "carbon dioxide", "the B period" for "the C period"), when the answer never states the
+    keypoint itself; numbers are left to the value checks. ``None`` otherwise."""
+    if not keypoint.isascii() or any(ch.isdigit() for ch in keypoint):
+        return None
+    want = _KP_WORD.findall(keypoint)
+    if not 2 <= len(want) <= 4:
+        return None
+    low = [w.lower() for w in want]
+    if normalize(keypoint) in normalize(answer):
+        return None
+    words = list(_KP_WORD.finditer(answer))
+    n = len(low)
+    for i in range(len(words) - n + 1):
+        window = words[i : i + n]
+        got = [m.group().lower() for m in window]
+        diff = [j for j in range(n) if got[j] != low[j] and stem(got[j]) != stem(low[j])]
+        if len(diff) != 1:
+            continue
+        if _sibling_words(want[diff[0]], window[diff[0]].group()):
+            return answer[window[0].start() : window[-1].end()]
+    return None
+
+
+_KP_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
+
+
+def _sibling_words(a: str, b: str) -> bool:
+    """Two words of one family that name different things: capital letters ("C" / "B":
+    periods, types, grades), or words that share an ending of four letters or more behind
+    another beginning ("dioxide" / "monoxide", "hypertension" / "hypotension",
+    "Eastern" / "Western", "import" / "export")."""
+    if len(a) == 1 or len(b) == 1:
+        return len(a) == len(b) == 1 and a.isupper() and b.isupper() and a not in "AI"
+    x, y = a.lower(), b.lower()
+    if x == y or min(len(x), len(y)) < 6:
+        return False
+    tail = 0
+    while tail < min(len(x), len(y)) and x[-1 - tail] == y[-1 - tail]:
+        tail += 1
+    return tail >= 4 and tail < min(len(x), len(y))
 
 
 # -- the other option of a two-way question ---------------------------------------------

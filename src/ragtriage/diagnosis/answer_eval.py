@@ -39,6 +39,7 @@ from ragtriage.diagnosis.answer_checks import (
     entity_value_conflict,
     impossible_dates,
     keypoint_replaced,
+    keypoint_variant,
     names_of,
     negated_terms,
     numeral_conflict,
@@ -890,12 +891,23 @@ def _keypoint_in(kp: str, bag: Counter[str], text: str) -> bool:
     # of its pairs ("乙酸钠"): half of a short word is no half of its meaning
     term = kp.strip()
     need = 1.0 if len(term) == 3 and all(is_cjk(c) for c in term) else _KEYPOINT_RECALL
+    if need < 1.0 and _one_character_dropped(term, text):
+        return True
     return (
         _overlap(_bag(content_tokens(text)), bag)[1] >= need
         # compared loosely, more than half its words ("worsening hypertension" is not
         # said by "if symptoms worsened")
         or _loose_recall(bag, text) > max(need - 1e-9, _KEYPOINT_RECALL)
     )
+
+
+def _one_character_dropped(term: str, text: str) -> bool:
+    """``text`` states a Chinese term of four characters or more with one of them left
+    out ("很难开花" for "难于开花", "保留原姓" for "保留其原姓"): a word dropped, none put in its
+    place ("拉玛八世" changes "拉玛九世", it drops nothing)."""
+    if len(term) < 4 or not all(is_cjk(c) for c in term):
+        return False
+    return any(term[:i] + term[i + 1 :] in text for i in range(len(term)))
 
 
 #: Chinese words written more than one way, to the one spelling keypoints are compared
@@ -1618,6 +1630,15 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
                     f"puts {instead!r} where the ground truth has {point!r}",
                     "keypoint_replaced",
                 )
+    for point in example.keypoints:
+        variant = keypoint_variant(point, committed)
+        if variant is not None:
+            return _judgement(
+                example,
+                AnswerLabel.INCORRECT,
+                f"puts {variant!r} where the ground truth has {point!r}",
+                "keypoint_replaced",
+            )
     if facts.gt_tokens == 0:
         return undecidable
     reasons: list[str] = []
