@@ -77,6 +77,8 @@ GUARDED_PARTS = (
     "fresh47",
     "fresh48",
     "fresh49",
+    "fresh50",
+    "fresh51",
 )
 PARTS = [ROOT / name for name in GUARDED_PARTS if (ROOT / name / "labels.jsonl").is_file()]
 
