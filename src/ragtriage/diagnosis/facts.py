@@ -1012,8 +1012,9 @@ def extract_dates(text: str) -> list[DateMention]:
 
 #: what every numeric date contains; a cheap test before the full pattern
 _RE_HAS_NUM_DATE = re.compile(r"\d[-/.]\d{1,2}[-/.]\d")
-#: a run of exactly four digits
-_RE_FOUR_DIGITS = re.compile(r"(?<!\d)\d{4}(?!\d)")
+#: a run of four digits or more (scanned left to right, each match is a whole run; the
+#: runs of exactly four are kept: a lookbehind pattern scans three times slower)
+_RE_DIGIT_RUN4 = re.compile(r"\d\d\d\d+")
 _RE_NUMERIC_DATE = re.compile(r"(?<![\d.])(\d{1,4})([-/.])(\d{1,2})\2(\d{1,4})(?!\d)")
 
 
@@ -1030,9 +1031,9 @@ def _prep_years(t: str) -> Iterator[tuple[int, int]]:
     case-insensitive preposition pattern is slow): a run of exactly four digits outside
     the range, blanks before it, a preposition ending there, and what the pattern
     requires after it."""
-    for m in _RE_FOUR_DIGITS.finditer(t):
+    for m in _RE_DIGIT_RUN4.finditer(t):
         start, end = m.span()
-        if 1500 <= int(m.group()) <= 2099:
+        if end - start != 4 or 1500 <= int(m.group()) <= 2099:
             continue
         blank = start
         while blank > 0 and t[blank - 1] in " \t":
