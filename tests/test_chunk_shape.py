@@ -163,3 +163,66 @@ def test_a_chinese_reference_split_into_tiny_chunks() -> None:
     trace = _trace(chunks, ["d#1"], ref)
     found = chunk_shape_findings(trace, ["d#1", "d#2", "d#3", "d#4"], CFG)
     assert [f.kind for f in found] == ["over"]
+
+
+def _reranked_trace(
+    chunks: list[Chunk], retrieved: Sequence[str], kept: Sequence[str], query: str, ref: str
+) -> Trace:
+    hits = [
+        Hit(chunk_id=i, doc_id=i.split("#")[0], score=1.0, rank=r + 1)
+        for r, i in enumerate(retrieved)
+    ]
+    return Trace(
+        trace_id="t",
+        example=Example(example_id="e", query=query, answer="x", doc_ids=["d"], references=[ref]),
+        gt_doc_chunks=chunks,
+        retrieved=hits,
+        reranked=[h for h in hits if h.chunk_id in kept],
+        context=list(kept),
+        answer="It does not say.",
+    )
+
+
+def test_a_split_reference_whose_lost_piece_the_reranker_dropped_is_chunking_en_and_zh() -> None:
+    en = _chunks(
+        "d",
+        [
+            "Port news.",
+            "The harbour authority closed the northern pier in March because the winter",
+            "storms had cracked two of its concrete supports.",
+            "Ferries now use the south quay.",
+        ],
+    )
+    zh = _chunks(
+        "d",
+        [
+            "港口新闻。",
+            "1952年，满山岛划归三门县管辖，并成为三门",
+            "县、象山县和宁海县的海上界岛。",
+            "渡轮改停南码头。",
+        ],
+    )
+    cases = [
+        (en, "Why did the harbour authority close the northern pier?", REF),
+        (
+            zh,
+            "1952年满山岛成为了什么？",
+            "1952年，满山岛划归三门县管辖，并成为三门县、象山县和宁海县的海上界岛。",
+        ),
+    ]
+    for chunks, query, ref in cases:
+        # the piece without its subject was retrieved at rank 3 and cut by the reranker
+        trace = _reranked_trace(chunks, ["d#1", "d#0", "d#2", "d#3"], ["d#1", "d#0"], query, ref)
+        gt = ["d#1", "d#2"]
+        found = chunk_shape_findings(trace, gt, CFG)
+        assert [f.kind for f in found] == ["over"], query
+        assert "never reached the generator" in found[0].note
+        call = classify_stage(trace, gt, 1.0, 3, CFG)
+        assert call.stage is Stage.CHUNKING, call.reason
+        assert "only part of it reached the generator" in call.reason
+        # both pieces delivered: no chunking fault, the generator had the reference
+        whole = _reranked_trace(chunks, ["d#1", "d#2", "d#0"], ["d#1", "d#2"], query, ref)
+        assert chunk_shape_findings(whole, gt, CFG) == []
+        # without the extension the paper's cascade blames the reranker
+        off = classify_stage(trace, gt, 1.0, 3, DiagnosisConfig(chunking_extension=False))
+        assert off.stage is Stage.RERANKING

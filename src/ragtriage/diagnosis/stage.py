@@ -75,6 +75,7 @@ __all__ = [
     "stage_from_flow",
     "stage_from_parts",
     "stage_from_references",
+    "stage_from_split_reference",
     "starved_parts",
 ]
 
@@ -488,9 +489,9 @@ def _reference_span(text: str, ref: str) -> tuple[int, int] | None:
     return locate_reference(text, ref, fuzzy=len(text) <= _FUZZY_DOC_CHARS)
 
 
-def _parted(query: str, touched: Sequence[Chunk], retrieved: set[str], s: int, e: int) -> bool:
-    """The pieces of the reference span ``s``..``e`` in retrieved chunks name more of the
-    query's key terms than the pieces in chunks never retrieved."""
+def _parted(query: str, touched: Sequence[Chunk], reached: set[str], s: int, e: int) -> bool:
+    """The pieces of the reference span ``s``..``e`` in chunks that reached the generator
+    name more of the query's key terms than the pieces in chunks that did not."""
     asked = key_terms(query)
     if not asked:
         return False
@@ -498,7 +499,7 @@ def _parted(query: str, touched: Sequence[Chunk], retrieved: set[str], s: int, e
     lost: set[str] = set()
     for c in touched:
         piece = c.text[max(s, c.start) - c.start : min(e, c.end) - c.start]
-        (found if c.chunk_id in retrieved else lost).update(key_terms(piece) & asked)
+        (found if c.chunk_id in reached else lost).update(key_terms(piece) & asked)
     return len(found) > len(lost)
 
 
@@ -513,6 +514,7 @@ def chunk_shape_findings(
         return []
     gt = set(gt_ids)
     retrieved = {h.chunk_id for h in trace.retrieved}
+    reached = set(trace.context)
     groups = _by_doc(trace.gt_doc_chunks)
     out: list[ChunkShapeFinding] = []
 
@@ -535,23 +537,31 @@ def chunk_shape_findings(
                 break
             interior = any(s <= c.start and c.end <= e for c in touched)
             med = median(len(c.text) for c in chunks)
-            missed = [c.chunk_id for c in touched if c.chunk_id not in retrieved]
-            # or cut, one piece retrieved and another not, the retrieved piece naming more
+            # the pieces that never reached the generator: never retrieved, or retrieved
+            # and then dropped (a piece that lost its subject ranks low) -- either way the
+            # boundary kept the whole reference from the context
+            missed = [c.chunk_id for c in touched if c.chunk_id not in reached]
+            # or cut, one piece delivered and another not, the delivered piece naming more
             # of what the question asks than the lost one: the boundary parted the rest of
             # the reference from what the retriever found it by
             parted = (
                 bool(missed)
                 and len(missed) < len(touched)
-                and _parted(trace.example.query, touched, retrieved, s, e)
+                and _parted(trace.example.query, touched, reached, s, e)
             )
             if (interior or med < e - s or parted) and missed:
+                lost = (
+                    "were not retrieved"
+                    if not set(missed) & retrieved
+                    else "never reached the generator"
+                )
                 out.append(
                     ChunkShapeFinding(
                         "over",
                         tuple(c.chunk_id for c in touched),
                         f"a reference of {e - s} characters is cut into {len(touched)} "
                         f"chunks of ~{med:.0f} characters ({', '.join(c.chunk_id for c in touched[:4])}); "
-                        f"{len(missed)} of them were not retrieved",
+                        f"{len(missed)} of them {lost}",
                     )
                 )
             break
@@ -605,6 +615,23 @@ def stage_from_chunk_shape(trace: Trace, flow: GTFlow, config: DiagnosisConfig) 
     )
 
 
+def stage_from_split_reference(
+    trace: Trace, flow: GTFlow, config: DiagnosisConfig
+) -> StageCall | None:
+    """Chunking before a reranking or retrieval call (extension, issue #9): a reference cut
+    into small pieces (finding (a) of :func:`chunk_shape_findings`) of which some reached
+    the generator and the others did not -- the piece the boundary parted from its subject
+    ranked too low, so the cut is the earlier cause; else ``None``."""
+    for found in chunk_shape_findings(trace, flow.gt_ids, config):
+        if found.kind == "over" and set(found.chunk_ids) & set(flow.in_context):
+            return StageCall(
+                Stage.CHUNKING,
+                "a reference is split across chunks and only part of it reached the "
+                f"generator (extension of B.2.4): {found.note}",
+            )
+    return None
+
+
 def classify_stage(
     trace: Trace,
     gt_ids: Sequence[str],
@@ -614,10 +641,13 @@ def classify_stage(
 ) -> StageCall:
     """The whole backward cascade for a known concept coverage."""
     flow = gt_flow(trace, gt_ids)
+    early = stage_from_references(trace, flow, config) or stage_from_parts(trace, gt_ids)
+    if early is None:
+        early = stage_from_flow(flow, config)
+        if early is not None and early.stage is Stage.RERANKING:
+            early = stage_from_split_reference(trace, flow, config) or early
     early = (
-        stage_from_references(trace, flow, config)
-        or stage_from_parts(trace, gt_ids)
-        or stage_from_flow(flow, config)
+        early
         or stage_from_chunk_shape(trace, flow, config)
         or stage_from_depth(trace, flow, config)
     )

@@ -45,6 +45,7 @@ from ragtriage.diagnosis.stage import (
     stage_from_flow,
     stage_from_parts,
     stage_from_references,
+    stage_from_split_reference,
 )
 from ragtriage.diagnosis.types_llm import (
     parse_stage_check,
@@ -212,6 +213,15 @@ async def _ragec(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribut
     # reached the generator
     declined = None if held is not None else stage_from_declined(trace, flow, cfg, env.answer_rule)
     call = held or parts or declined or stage_from_flow(flow, cfg)
+    if (
+        held is None
+        and parts is None
+        and call is not None
+        and call.stage in (Stage.RERANKING, Stage.RETRIEVAL)
+    ):
+        # extension (see stage.py): the missing evidence is a piece of a reference that a
+        # chunk boundary cut off -- chunking is the earlier cause
+        call = stage_from_split_reference(trace, flow, cfg) or call
     cov: ConceptCoverage | None = None
     if call is None:  # chunking vs retrieval: only now are the concepts needed
         cov = await env.judges.concepts.concept_coverage(trace, gt.ids)
