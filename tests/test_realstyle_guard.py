@@ -79,6 +79,10 @@ GUARDED_PARTS = (
     "fresh49",
     "fresh50",
     "fresh51",
+    "fresh52",
+    "fresh53",
+    "fresh54",
+    "fresh55",
 )
 PARTS = [ROOT / name for name in GUARDED_PARTS if (ROOT / name / "labels.jsonl").is_file()]
 
