@@ -11,6 +11,7 @@ from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis.alignment import fact_swaps
 from ragtriage.diagnosis.answer_checks import (
     count_conflict,
+    negated_terms,
     numeral_conflict,
     opposite_terms,
     ordinal_conflict,
@@ -792,6 +793,27 @@ def test_superficial_for_deep_is_an_opposite_term() -> None:
         "Reflux in the superficial veins; no deep vein reflux.",
         "Reflux in the deep veins.",
     )
+
+
+def test_recessive_for_dominant_is_an_opposite_term_en_and_zh() -> None:
+    assert opposite_terms(
+        "An autosomal dominant mutation in either of the two copies of the gene.",
+        "It is caused by an autosomal recessive mutation, so both copies must carry it.",
+    )
+    assert opposite_terms("该病为常染色体显性遗传。", "该病为常染色体隐性遗传。")
+    assert not opposite_terms("该病为常染色体显性遗传。", "它是常染色体显性遗传病。")
+
+
+def test_a_verb_the_ground_truth_negates_affirmed_by_the_answer_zh() -> None:
+    gt = "干后迅速失去可溶性，不再溶于水，且不易褪色。"
+    assert negated_terms(gt, "丙烯颜料干后仍然可以溶于水，但不易褪色。")
+    assert not negated_terms(gt, "干后不再溶于水，也不易褪色。")
+    label, reason, _ = judge(
+        "丙烯颜料干了以后有什么特性？",
+        gt,
+        "丙烯颜料干后仍然可以溶于水，但不易褪色，持久性较好。",
+    )
+    assert label is AnswerLabel.INCORRECT, reason
 
 
 def test_a_wrong_value_for_the_asked_item_is_no_review() -> None:

@@ -949,6 +949,9 @@ _OPPOSITES_EN: tuple[tuple[str, ...], ...] = (
     ("majority", "minority"),
     ("present", "absent"),
     ("superficial", "deep"),
+    ("dominant", "recessive"),
+    ("upstream", "downstream"),
+    ("ascending", "descending"),
 )
 _OPPOSITES_ZH: tuple[tuple[str, ...], ...] = (
     ("左", "右"),
@@ -978,6 +981,8 @@ _OPPOSITES_ZH: tuple[tuple[str, ...], ...] = (
     ("进口 流入 买入", "出口 流出 卖出"),
     ("收购", "出售"),
     ("浅表", "深部"),
+    ("显性", "隐性"),
+    ("上游", "下游"),
 )
 
 
@@ -1169,7 +1174,23 @@ def negated_terms(ground_truth: str, answer: str) -> list[tuple[str, str]]:
                 ):
                     out.append((term + nxt, negated))
                     break
+        # and the other way: the ground truth's negated verb ("不再溶于水") affirmed by the
+        # answer behind a word that asserts it ("仍然可以溶于水")
+        for m in _ZH_NEGATED_VERB.finditer(ground_truth):
+            verb = m.group(2)
+            for a in _ZH_AFFIRMED.finditer(answer):
+                if a.group(2) == verb and m.group() not in answer:
+                    out.append((m.group(), a.group()))
+                    break
     return out
+
+
+#: a Chinese verb negated in the ground truth: "不再溶于", "不能进入", "无法治愈"
+_ZH_NEGATED_VERB = re.compile(r"(不再|不能|不会|不可|无法)([\u4e00-\u9fff]{2})")
+#: the same verb asserted in the answer: "仍然可以溶于", "能够进入", "还会复发"
+_ZH_AFFIRMED = re.compile(
+    r"(?<![不无没未])(仍然可以|仍可以|仍然能|仍能|依然可以|依然能|还可以|还能|可以|能够)([\u4e00-\u9fff]{2})"
+)
 
 
 def _label(word: str, neighbour: str) -> str:
