@@ -15,6 +15,7 @@ from ragtriage.diagnosis.answer_checks import (
     numeral_conflict,
     opposite_terms,
     ordinal_conflict,
+    roles_swapped,
 )
 from ragtriage.diagnosis.answer_eval import evaluate_rules, gt_units, states_keypoint
 from ragtriage.diagnosis.facts import extract_entities, extract_quantities
@@ -814,6 +815,38 @@ def test_a_verb_the_ground_truth_negates_affirmed_by_the_answer_zh() -> None:
         "丙烯颜料干后仍然可以溶于水，但不易褪色，持久性较好。",
     )
     assert label is AnswerLabel.INCORRECT, reason
+
+
+@pytest.mark.parametrize(
+    ("gt", "answer"),
+    [
+        (
+            "Oedipus asked to be exiled; Creon granted his wish and took the throne.",
+            "Creon asked to be exiled from Thebes; Oedipus granted his wish and left.",
+        ),
+        (
+            "Austria-Hungary issued an ultimatum to the Kingdom of Serbia, which was rejected.",
+            "The Kingdom of Serbia issued an ultimatum to Austria-Hungary, which it rejected.",
+        ),
+    ],
+)
+def test_a_role_given_to_another_name_of_the_ground_truth(gt: str, answer: str) -> None:
+    assert roles_swapped(gt, answer) is not None
+    label, reason, _ = judge("What happened?", gt, answer)
+    assert label is AnswerLabel.INCORRECT, reason
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        # the same roles in other words, in the passive, or no verb after the names
+        "Austria-Hungary issued Serbia an ultimatum.",
+        "Serbia received an ultimatum issued by Austria-Hungary.",
+        "It involved Austria-Hungary and Serbia, one day at the border.",
+    ],
+)
+def test_no_role_swap(answer: str) -> None:
+    assert roles_swapped("Austria-Hungary issued an ultimatum to Serbia.", answer) is None
 
 
 def test_a_wrong_value_for_the_asked_item_is_no_review() -> None:

@@ -14,6 +14,7 @@ present but tied to each other wrongly.
 | :func:`order_conflict` | an ordering question ("which came first", "按时间先后") whose answer lists the ground truth's dated events in another order | a wrong sequence with every date right |
 | :func:`keypoint_replaced` | the ground truth's own words on both sides of an uncovered keypoint stand in the answer around something else ("14岁时成为上官玉郎的入室弟子" for "14岁成为上官小宝的入室弟子", "在蒙得维的亚去世" for "在巴黎去世") | a wrong name, place or term in the keypoint's place read as a merely missing detail, in Chinese as in English |
 | :func:`keypoint_variant` | an English keypoint of two to four words stated with one content word changed in place ("carbon monoxide" for "carbon dioxide", "the B period" for "the C period"), the keypoint itself never | half a two-word term read as the whole: "carbon" covers half of "carbon dioxide" |
+| :func:`roles_swapped` | what follows a name of the ground truth (a predicate opening with a verb) follows another of its names in the answer, never the name itself, not in the passive ("Creon asked to be exiled" for "Oedipus asked to be exiled") | roles reversed between two names judged correct: every word is there |
 | :func:`slot_conflict` | an uncovered keypoint whose wording ("began in …") the answer repeats with another name or number | "began in Salt Lake City" for "began in St. Joseph" |
 | :func:`choice_conflict` | a two-way comparison question ("which was founded earlier, A or B?", "A和B哪家更早") whose ground truth picks one option and whose answer picks the other (the option named in the clause with the question's comparative, not the one after "than"/"于"/"比") | a reversed comparison with both facts right |
 | :func:`entity_value_conflict` | a question about several named entities: an answer clause gives one entity another amount of the same unit than the ground-truth clause about it with the same wording | "$200 million" for the second company when the right "$20 million" is stated for the first |
@@ -65,6 +66,7 @@ __all__ = [
     "order_conflict",
     "ordinal_conflict",
     "rank_conflict",
+    "roles_swapped",
     "slot_conflict",
 ]
 
@@ -1455,6 +1457,83 @@ def _pieces(text: str) -> list[frozenset[str]]:
         for p in _PIECE.split(text)
         if p and (toks := content_tokens(p))
     ]
+
+
+def roles_swapped(ground_truth: str, answer: str) -> tuple[str, str] | None:
+    """A role of the ground truth given to another of its names: what follows a name up to
+    the next name or the sentence's end (its predicate: "Oedipus | asked to be exiled",
+    "Austria-Hungary | issued an ultimatum to") follows another name of the ground truth
+    in the answer ("Creon asked to be exiled", "the Kingdom of Serbia issued an ultimatum
+    to Austria-Hungary"), and follows the name itself nowhere in it. A predicate is two
+    content words or more, three quarters of them found; one in the passive ("by") is
+    no swap. English names (capitalised words both texts use). Returns (the ground truth's
+    name and predicate, the answer's), else ``None``."""
+    if not ground_truth.isascii() or not answer.isascii():
+        return None
+    names = [n for n in _cap_names(ground_truth) if n in answer]
+    if len(names) < 2:
+        return None
+    g_roles = _roles(ground_truth, names)
+    a_roles = _roles(answer, names)
+    for name, words, text in g_roles:
+        if len(words) < 2:
+            continue
+        if any(n == name and 2 * len(words & w) >= len(words) for n, w, _ in a_roles):
+            continue  # the answer gives the name its own role somewhere
+        for other, got, said in a_roles:
+            if (
+                other != name
+                and 4 * len(words & got) >= 3 * len(words)
+                and not _PASSIVE.search(said)
+            ):
+                return f"{name} {text}".strip(), f"{other} {said}".strip()
+    return None
+
+
+_CAP_NAME = re.compile(r"\b[A-Z][a-z]+(?:(?:-| | of (?:the )?)[A-Z][a-z]+)*")
+_SENTENCE_STOP = re.compile(r"[;\n]|[.!?](?:\s|$)")
+_PASSIVE = re.compile(r"\bby\b", re.IGNORECASE)
+
+
+def _cap_names(text: str) -> list[str]:
+    """Capitalised words and runs of them ("Kingdom of Serbia"), not a stopword."""
+    out = []
+    for m in _CAP_NAME.finditer(text):
+        name = m.group()
+        if name.lower() not in STOPWORDS_EN and len(name) > 2 and name not in out:
+            out.append(name)
+    return out
+
+
+def _roles(text: str, names: Sequence[str]) -> list[tuple[str, set[str], str]]:
+    """(name, stems of what follows it, that text) for each place a name stands, what
+    follows running to the next name or the sentence's end."""
+    pattern = re.compile(
+        "|".join(rf"\b{re.escape(n)}\b" for n in sorted(names, key=len, reverse=True))
+    )
+    places = list(pattern.finditer(text))
+    out = []
+    for i, m in enumerate(places):
+        stop = _SENTENCE_STOP.search(text, m.end())
+        end = stop.start() if stop is not None else len(text)
+        if i + 1 < len(places):
+            end = min(end, places[i + 1].start())
+        tail = text[m.end() : end]
+        first = _FIRST_WORD.match(tail)
+        if first is None or first.group(1) in _NO_PREDICATE:
+            continue  # no verb follows the name: a place, a time, a list ("… one day at")
+        out.append((m.group(), {stem(t) for t in content_tokens(tail)}, tail.strip(" ,*")))
+    return out
+
+
+#: the first word after a name (markdown emphasis skipped): a predicate opens with a verb
+_FIRST_WORD = re.compile(r"[*\s]*([a-z]+)\b")
+#: words that open no predicate: prepositions, articles, conjunctions, numbers
+_NO_PREDICATE = frozenset(
+    "in on at of for to from with without and or nor but the a an by as during after before "
+    "since until into onto over under near one two three four five six seven eight nine ten "
+    "first second third which that".split()
+)
 
 
 def crossed_terms(ground_truth: str, answer: str) -> tuple[str, str] | None:

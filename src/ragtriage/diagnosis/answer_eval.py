@@ -47,6 +47,7 @@ from ragtriage.diagnosis.answer_checks import (
     order_conflict,
     ordinal_conflict,
     rank_conflict,
+    roles_swapped,
     slot_conflict,
 )
 from ragtriage.diagnosis.answer_styles import AnswerView, answer_view, declining_sentence
@@ -1571,6 +1572,15 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             f"deals the ground truth's two statements out crosswise: puts {crossed[0]!r} "
             f"with {crossed[1]!r}",
             "crossed_terms",
+        )
+    swapped_roles = roles_swapped(gt, committed)
+    if swapped_roles is not None:
+        return _judgement(
+            example,
+            AnswerLabel.INCORRECT,
+            f"gives another name the ground truth's role: {swapped_roles[1]!r} where the ground "
+            f"truth says {swapped_roles[0]!r}",
+            "roles_swapped",
         )
     order = order_conflict(example.query, gt, ans, keypoints=example.keypoints, final=view.final)
     if order is not None:
