@@ -1229,6 +1229,22 @@ _VALUE_FORM_CHECKS: tuple[
 )
 
 
+#: checks of the ground truth's words exchanged in the answer: (check, rule, wording of the
+#: (ground truth's, answer's) pair the check returns)
+_EXCHANGE_CHECKS: tuple[tuple[Callable[[str, str], tuple[str, str] | None], str, str], ...] = (
+    (
+        crossed_terms,
+        "crossed_terms",
+        "deals the ground truth's two statements out crosswise: puts {gt!r} with {said!r}",
+    ),
+    (
+        roles_swapped,
+        "roles_swapped",
+        "gives another name the ground truth's role: {said!r} where the ground truth says {gt!r}",
+    ),
+)
+
+
 def _declines_the_question(view: AnswerView, query: str) -> bool:
     """A declining clause of the answer is about the question: it refuses to answer, or
     names a third of the question's words -- not a side matter ("… though the record
@@ -1564,24 +1580,13 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             f"lists {swapped_item[1]!r} where the ground truth lists {swapped_item[0]!r}",
             "list_substitution",
         )
-    crossed = crossed_terms(gt, committed)
-    if crossed is not None:
-        return _judgement(
-            example,
-            AnswerLabel.INCORRECT,
-            f"deals the ground truth's two statements out crosswise: puts {crossed[0]!r} "
-            f"with {crossed[1]!r}",
-            "crossed_terms",
-        )
-    swapped_roles = roles_swapped(gt, committed)
-    if swapped_roles is not None:
-        return _judgement(
-            example,
-            AnswerLabel.INCORRECT,
-            f"gives another name the ground truth's role: {swapped_roles[1]!r} where the ground "
-            f"truth says {swapped_roles[0]!r}",
-            "roles_swapped",
-        )
+    # the ground truth's own words dealt out otherwise: between two statements, two names
+    for pair_check, rule_name, wording in _EXCHANGE_CHECKS:
+        pair = pair_check(gt, committed)
+        if pair is not None:
+            return _judgement(
+                example, AnswerLabel.INCORRECT, wording.format(gt=pair[0], said=pair[1]), rule_name
+            )
     order = order_conflict(example.query, gt, ans, keypoints=example.keypoints, final=view.final)
     if order is not None:
         return _judgement(example, AnswerLabel.INCORRECT, order, "order")
