@@ -849,6 +849,19 @@ def test_no_role_swap(answer: str) -> None:
     assert roles_swapped("Austria-Hungary issued an ultimatum to Serbia.", answer) is None
 
 
+def test_a_name_joined_by_and_is_one_name_not_two_to_exchange() -> None:
+    gt = (
+        "Italian engineers commissioned by the Assam Railways and Trading Company discovered "
+        "it; the English engineer Willie Leova Lake persuaded the company to drill a well."
+    )
+    answer = (
+        "It was discovered by Italian engineers whom the Assam Railways and Trading Company "
+        "had commissioned. Willie Leova Lake, an English engineer, persuaded the company to "
+        "drill a well."
+    )
+    assert fact_swaps(gt, answer) == ()
+
+
 def test_a_wrong_value_for_the_asked_item_is_no_review() -> None:
     # the competing figure is stated for what the question asks: an answer, not a review
     label, reason, _ = judge(

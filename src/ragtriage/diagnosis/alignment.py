@@ -89,12 +89,26 @@ def _clauses(text: str) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     prev = 0
     for m in _CLAUSE_BOUNDARY.finditer(text):
+        if m.group() in ("and", "And") and _joins_names(text, m.start(), m.end()):
+            continue  # "the Assam Railways and Trading Company": one name
         if m.start() > prev:
             out.append((prev, m.start()))
         prev = m.end()
     if prev < len(text):
         out.append((prev, len(text)))
     return out or [(0, len(text))]
+
+
+_CAP_BEFORE = re.compile(r"[A-Z][A-Za-z]*[ \t]+\Z")
+_CAP_AFTER = re.compile(r"[ \t]+[A-Z][a-z]")
+
+
+def _joins_names(text: str, start: int, end: int) -> bool:
+    """The "and" at ``start``..``end`` stands between two capitalised words."""
+    return (
+        _CAP_BEFORE.search(text, max(0, start - 30), start) is not None
+        and _CAP_AFTER.match(text, end) is not None
+    )
 
 
 @lru_cache(maxsize=4096)
@@ -465,6 +479,8 @@ def fact_swaps(ground_truth: str, answer: str) -> tuple[FactSwap, ...]:
             fi, fk = gt.facts[i], gt.facts[k]
             if fi.kind != fk.kind:
                 continue
+            if _coordinated(ground_truth, fi, fk):
+                continue  # "A and B" share a role, or are one name ("X Railways and Trading Company")
             if _reversed(gt, i, k, ans, pos[i], pos[k]):
                 swaps.append(FactSwap(fi.kind.split(":")[0], fi.raw, fk.raw))
                 continue
@@ -487,6 +503,15 @@ def fact_swaps(ground_truth: str, answer: str) -> tuple[FactSwap, ...]:
             ) or _nested_swap(gi, gk, ai, ak):
                 swaps.append(FactSwap(fi.kind.split(":")[0], fi.raw, fk.raw))
     return tuple(swaps)
+
+
+def _coordinated(text: str, first: _Fact, second: _Fact) -> bool:
+    """Two facts joined by nothing but a conjunction ("Assam Railways and Trading
+    Company", "张某和李某"): one role, or one name, never two to exchange."""
+    return text[first.end : second.start].strip().lower() in _CONJUNCTIONS
+
+
+_CONJUNCTIONS = frozenset({"and", "&", "和", "与", "及", "、", "以及"})
 
 
 def _nested_swap(
