@@ -11,6 +11,7 @@ from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis.alignment import fact_swaps
 from ragtriage.diagnosis.answer_checks import (
     count_conflict,
+    measures_swapped,
     negated_terms,
     numeral_conflict,
     opposite_terms,
@@ -860,6 +861,14 @@ def test_a_name_joined_by_and_is_one_name_not_two_to_exchange() -> None:
         "drill a well."
     )
     assert fact_swaps(gt, answer) == ()
+
+
+def test_amounts_behind_each_others_measure_words_zh() -> None:
+    gt = "第一年场均21.1分和篮板12.5个。"
+    assert measures_swapped(gt, "他第一年场均12.5分和21.1个篮板。") == ("12.5个", "12.5分")
+    assert measures_swapped(gt, "第一年他场均得到21.1分，抢下12.5个篮板。") is None
+    label, reason, _ = judge("兰比尔第一年的成绩如何？", gt, "他第一年场均12.5分和21.1个篮板。")
+    assert label is AnswerLabel.INCORRECT, reason
 
 
 def test_a_wrong_value_for_the_asked_item_is_no_review() -> None:

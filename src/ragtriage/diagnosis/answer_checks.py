@@ -15,6 +15,7 @@ present but tied to each other wrongly.
 | :func:`keypoint_replaced` | the ground truth's own words on both sides of an uncovered keypoint stand in the answer around something else ("14岁时成为上官玉郎的入室弟子" for "14岁成为上官小宝的入室弟子", "在蒙得维的亚去世" for "在巴黎去世") | a wrong name, place or term in the keypoint's place read as a merely missing detail, in Chinese as in English |
 | :func:`keypoint_variant` | an English keypoint of two to four words stated with one content word changed in place ("carbon monoxide" for "carbon dioxide", "the B period" for "the C period"), the keypoint itself never | half a two-word term read as the whole: "carbon" covers half of "carbon dioxide" |
 | :func:`roles_swapped` | what follows a name of the ground truth (a predicate opening with a verb) follows another of its names in the answer, never the name itself, not in the passive ("Creon asked to be exiled" for "Oedipus asked to be exiled") | roles reversed between two names judged correct: every word is there |
+| :func:`measures_swapped` | two Chinese amounts stated behind each other's measure words ("场均12.5分和21.1个篮板" for "场均21.1分和篮板12.5个") | two figures swapped between two slots judged correct |
 | :func:`slot_conflict` | an uncovered keypoint whose wording ("began in …") the answer repeats with another name or number | "began in Salt Lake City" for "began in St. Joseph" |
 | :func:`choice_conflict` | a two-way comparison question ("which was founded earlier, A or B?", "A和B哪家更早") whose ground truth picks one option and whose answer picks the other (the option named in the clause with the question's comparative, not the one after "than"/"于"/"比") | a reversed comparison with both facts right |
 | :func:`entity_value_conflict` | a question about several named entities: an answer clause gives one entity another amount of the same unit than the ground-truth clause about it with the same wording | "$200 million" for the second company when the right "$20 million" is stated for the first |
@@ -28,7 +29,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import pairwise
+from itertools import combinations, pairwise
 from typing import NamedTuple
 
 from ragtriage.diagnosis.answer_styles import declining_sentence
@@ -65,6 +66,7 @@ __all__ = [
     "opposite_terms",
     "order_conflict",
     "ordinal_conflict",
+    "measures_swapped",
     "rank_conflict",
     "roles_swapped",
     "slot_conflict",
@@ -1534,6 +1536,27 @@ _NO_PREDICATE = frozenset(
     "since until into onto over under near one two three four five six seven eight nine ten "
     "first second third which that".split()
 )
+
+
+def measures_swapped(ground_truth: str, answer: str) -> tuple[str, str] | None:
+    """Two Chinese amounts of the ground truth whose measure words the answer exchanges
+    ("场均21.1分和篮板12.5个" → "场均12.5分和21.1个篮板"): each amount stands before the other's
+    measure word in the answer, before its own nowhere. Returns (a ground-truth amount with
+    its measure word, the answer's), else ``None``."""
+    if not has_cjk(ground_truth) or not has_cjk(answer):
+        return None
+    gt = {(m.group(1), m.group(2)) for m in _ZH_MEASURED.finditer(ground_truth)}
+    said = {(m.group(1), m.group(2)) for m in _ZH_MEASURED.finditer(answer)}
+    for (v1, u1), (v2, u2) in combinations(sorted(gt), 2):
+        if v1 == v2 or u1 == u2:
+            continue
+        if (v1, u2) in said and (v2, u1) in said and (v1, u1) not in said and (v2, u2) not in said:
+            return f"{v1}{u1}", f"{v1}{u2}"
+    return None
+
+
+#: an Arabic amount and the Chinese measure word right after it ("21.1分", "12.5个")
+_ZH_MEASURED = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)([\u4e00-\u9fff])")
 
 
 def crossed_terms(ground_truth: str, answer: str) -> tuple[str, str] | None:

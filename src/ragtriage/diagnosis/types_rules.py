@@ -1442,7 +1442,7 @@ def _gen_e12_parts(g: _Gen, found: _Found) -> None:
 #: answer-evaluation rules that fail an answer for stating something the ground truth
 #: contradicts (see answer_eval / answer_checks)
 _WRONG_STATEMENT_RULES = frozenset(
-    "value_conflict slot_conflict keypoint_replaced roles_swapped name_substituted fact_swap entity_value direction_flip opposite_term "
+    "value_conflict slot_conflict keypoint_replaced roles_swapped measures_swapped name_substituted fact_swap entity_value direction_flip opposite_term "
     "numeral_conflict bound_conflict rank_conflict impossible_date count_conflict crossed_terms list_substitution ordinal_conflict "
     "choice choice_time order".split()
 )
@@ -2045,6 +2045,11 @@ _ANSWER_RULE_TYPES: Mapping[str, tuple[ErrorType, float, str]] = MappingProxyTyp
             E.E13,
             0.65,
             "the answer fills one of the ground truth's slots with another name or number",
+        ),
+        "measures_swapped": (
+            E.E16,
+            0.7,
+            "the answer puts the ground truth's amounts behind each other's measure words",
         ),
         "roles_swapped": (
             E.E13,
