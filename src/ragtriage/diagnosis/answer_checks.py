@@ -502,9 +502,12 @@ def keypoint_variant(keypoint: str, answer: str) -> str | None:
     if not 2 <= len(want) <= 4:
         return None
     low = [w.lower() for w in want]
-    if normalize(keypoint) in normalize(answer):
-        return None
     words = list(_KP_WORD.finditer(answer))
+    # all but one of the keypoint's words must stand in the answer, by stem (a cheap test
+    # before the word-by-word windows, which compare the same way)
+    said = {stem(m.group().lower()) for m in words}
+    if sum(stem(w) in said for w in low) < len(low) - 1 or normalize(keypoint) in normalize(answer):
+        return None
     n = len(low)
     for i in range(len(words) - n + 1):
         window = words[i : i + n]

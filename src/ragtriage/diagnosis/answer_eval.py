@@ -895,12 +895,12 @@ def _keypoint_in(kp: str, bag: Counter[str], text: str) -> bool:
     need = 1.0 if len(term) == 3 and all(is_cjk(c) for c in term) else _KEYPOINT_RECALL
     if need < 1.0 and _one_character_dropped(term, text):
         return True
-    return (
-        _overlap(_bag(content_tokens(text)), bag)[1] >= need
-        # compared loosely, more than half its words ("worsening hypertension" is not
-        # said by "if symptoms worsened")
-        or _loose_recall(bag, text) > max(need - 1e-9, _KEYPOINT_RECALL)
-    )
+    if _overlap(_bag(content_tokens(text)), bag)[1] >= need:
+        return True
+    # compared loosely, more than half its words ("worsening hypertension" is not said by
+    # "if symptoms worsened"); all of them for a three-character Chinese term
+    loose = _loose_recall(bag, text)
+    return loose >= need if need == 1.0 else loose > _KEYPOINT_RECALL
 
 
 def _one_character_dropped(term: str, text: str) -> bool:
@@ -1249,6 +1249,24 @@ _EXCHANGE_CHECKS: tuple[tuple[Callable[[str, str], tuple[str, str] | None], str,
         "gives another name the ground truth's role: {said!r} where the ground truth says {gt!r}",
     ),
 )
+
+
+def _keypoint_put_otherwise(
+    keypoints: Sequence[str], gt: str, committed: str, whole: str, *, uncovered: bool
+) -> tuple[str, str] | None:
+    """(keypoint, what the answer puts in its place): between the ground truth's own words
+    around an uncovered keypoint (:func:`keypoint_replaced`, when some keypoint is
+    uncovered), or the keypoint with one sibling word changed (:func:`keypoint_variant`)."""
+    if uncovered:
+        for point in keypoints:
+            instead = keypoint_replaced(point, gt, committed)
+            if instead is not None and not _keypoint_in(point, _bag(content_tokens(point)), whole):
+                return point, instead
+    for point in keypoints:
+        variant = keypoint_variant(point, committed)
+        if variant is not None:
+            return point, variant
+    return None
 
 
 def _declines_the_question(view: AnswerView, query: str) -> bool:
@@ -1642,24 +1660,15 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
                     f"({conflict.clause[:80]!r})",
                     "slot_conflict",
                 )
-        for point in example.keypoints:
-            instead = keypoint_replaced(point, gt, committed)
-            if instead is not None and not _keypoint_in(point, _bag(content_tokens(point)), ans):
-                return _judgement(
-                    example,
-                    AnswerLabel.INCORRECT,
-                    f"puts {instead!r} where the ground truth has {point!r}",
-                    "keypoint_replaced",
-                )
-    for point in example.keypoints:
-        variant = keypoint_variant(point, committed)
-        if variant is not None:
-            return _judgement(
-                example,
-                AnswerLabel.INCORRECT,
-                f"puts {variant!r} where the ground truth has {point!r}",
-                "keypoint_replaced",
-            )
+    uncovered = facts.keypoint_coverage is not None and facts.keypoint_coverage < 1.0
+    put = _keypoint_put_otherwise(example.keypoints, gt, committed, ans, uncovered=uncovered)
+    if put is not None:
+        return _judgement(
+            example,
+            AnswerLabel.INCORRECT,
+            f"puts {put[1]!r} where the ground truth has {put[0]!r}",
+            "keypoint_replaced",
+        )
     if facts.gt_tokens == 0:
         return undecidable
     reasons: list[str] = []
