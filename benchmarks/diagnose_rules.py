@@ -44,6 +44,7 @@ from ragtriage.diagnosis import Diagnoser  # noqa: E402
 from ragtriage.diagnosis._context import CaseContext  # noqa: E402
 from ragtriage.diagnosis.answer_eval import evaluate_rules  # noqa: E402
 from ragtriage.diagnosis.concepts import rules_concept_coverage  # noqa: E402
+from ragtriage.diagnosis.engine import _clear_text_caches  # noqa: E402
 from ragtriage.diagnosis.gt_chunks import gt_from_references  # noqa: E402
 from ragtriage.diagnosis.types_rules import rule_type_votes  # noqa: E402
 from ragtriage.records import AnswerLabel, Chunk, Diagnosis, Example, Hit, Trace  # noqa: E402
@@ -601,6 +602,10 @@ def main() -> None:
         # fresh traces (another seed), so the forked workers' inherited caches from the
         # single-process run give them no head start
         fresh = build(n, seed=1)
+        # and empty caches, as in a fresh `ragtriage diagnose` (the pool would otherwise
+        # spend its first tenth of a second emptying the one-process run's caches, which
+        # its forked workers must not inherit; see Diagnoser._diagnose_in_processes)
+        _clear_text_caches()
         t0 = time.perf_counter()
         parallel = asyncio.run(diagnoser.diagnose_many(fresh, workers=workers))
         p_elapsed = time.perf_counter() - t0

@@ -355,6 +355,23 @@ async def test_rules_judge_in_worker_processes_gives_identical_results() -> None
     assert any(d.needs_diagnosis for d in serial) and any(not d.needs_diagnosis for d in serial)
 
 
+@pytest.mark.parametrize(("n", "workers"), [(4000, 2), (4000, 16), (100, 2), (64, 8), (65, 3)])
+def test_worker_batches_cover_every_trace_once_and_shrink(n: int, workers: int) -> None:
+    """The pool's batches are consecutive, cover every index once, stay within the batch
+    bounds (the last may be a remainder) and never grow: the last batch, which leaves the
+    other workers idle for its length, is one of the shortest."""
+    from ragtriage.diagnosis.engine import _MAX_BATCH, _MIN_BATCH, _batches
+
+    ranges = _batches(n, workers)
+    assert [i for lo, hi in ranges for i in range(lo, hi)] == list(range(n))
+    sizes = [hi - lo for lo, hi in ranges]
+    assert all(_MIN_BATCH <= s <= _MAX_BATCH for s in sizes[:-1])
+    assert 0 < sizes[-1] <= _MAX_BATCH
+    assert sizes == sorted(sizes, reverse=True)
+    if (n, workers) == (4000, 2):
+        assert sizes[0] > 4 * sizes[-1]  # long batches first, short ones at the end
+
+
 @pytest.mark.parametrize("strategy", ["ragec", "single-step", "stage-sequential"])
 async def test_no_identifiable_ground_truth_chunk_is_undetermined_not_generation(
     strategy: str,

@@ -205,9 +205,7 @@ class Diagnoser:
         diagnosing them; re-validating JSON in this process would cost a tenth of a
         diagnosis, taken from the workers' cores)."""
         global _FORKED
-        # many small batches: the last one leaves the other workers idle for its length
-        size = max(_MIN_BATCH, min(_MAX_BATCH, len(traces) // (workers * 16) or 1))
-        ranges = [(i, min(i + size, len(traces))) for i in range(0, len(traces), size)]
+        ranges = _batches(len(traces), workers)
         use_fork = "fork" in multiprocessing.get_all_start_methods()
         ctx = multiprocessing.get_context("fork" if use_fork else "spawn")
         loop = asyncio.get_running_loop()
@@ -336,6 +334,23 @@ class Diagnoser:
 
 _MIN_BATCH = 32
 _MAX_BATCH = 512
+
+
+def _batches(n: int, workers: int) -> list[tuple[int, int]]:
+    """Index ranges covering ``range(n)`` for a pool of ``workers``: each a quarter of
+    the traces left per worker (at most ``_MAX_BATCH``, at least ``_MIN_BATCH``), so the
+    batches shrink towards the end -- the last one, which leaves the other workers idle
+    for its length, is short -- while the first ones are long (each batch costs a
+    round trip)."""
+    ranges: list[tuple[int, int]] = []
+    lo = 0
+    while lo < n:
+        size = max(_MIN_BATCH, min(_MAX_BATCH, (n - lo) // (workers * 4)))
+        ranges.append((lo, min(n, lo + size)))
+        lo += size
+    return ranges
+
+
 #: (diagnoser, traces) inherited by forked workers; set only while a pool runs
 _FORKED: tuple[Diagnoser, Sequence[Trace]] | None = None
 

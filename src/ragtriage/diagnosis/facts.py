@@ -441,7 +441,10 @@ def _parse_zh_number(s: str) -> float:
     return value
 
 
+@lru_cache(maxsize=1024)
 def _parse_en_words(s: str) -> float | None:
+    """The value of English number words ("two hundred and five"), ``None`` without one.
+    Cached: a long answer repeats a few number words many times."""
     total = 0.0
     current = 0.0
     seen = False
