@@ -620,16 +620,16 @@ def _overlaps(a: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
 class _Mask:
     """Marked character positions, for overlap tests in O(span length)."""
 
-    __slots__ = ("_bits",)
+    __slots__ = ("bits",)
 
     def __init__(self, n: int) -> None:
-        self._bits = bytearray(n + 1)
+        self.bits = bytearray(n + 1)
 
     def mark(self, start: int, end: int) -> None:
-        self._bits[start:end] = b"\x01" * max(0, end - start)
+        self.bits[start:end] = b"\x01" * max(0, end - start)
 
     def hit(self, start: int, end: int) -> bool:
-        return self._bits.find(1, start, end) >= 0  # ``1 in bits[start:end]``, no copy
+        return self.bits.find(1, start, end) >= 0  # ``1 in bits[start:end]``, no copy
 
 
 def extract_quantities(text: str) -> list[Quantity]:
@@ -662,10 +662,12 @@ def _quantities(text: str) -> tuple[Quantity, ...]:
         out.append(Quantity(value, "%", text[m.start() : m.end()], m.start(), m.end()))
         taken.mark(m.start(), m.end())
 
+    # the masks' bits, looked up here without a method call (hundreds of cores per answer)
+    taken_bits, date_bits = taken.bits, dates.bits
     for core in sorted(_number_cores(t), key=lambda c: (c.start, -(c.end - c.start))):
-        if taken.hit(core.start, core.end) or dates.hit(core.start, core.end):
+        value, start, end, _ = core
+        if taken_bits.find(1, start, end) >= 0 or date_bits.find(1, start, end) >= 0:
             continue
-        start, end, value = core.start, core.end, core.value
         unit = ""
         before_text = t[max(0, start - 5) : start]
         pm = (
@@ -689,7 +691,7 @@ def _quantities(text: str) -> tuple[Quantity, ...]:
         follow = t[at : at + 2].lstrip(" \t")[:1]
         sm = (
             _RE_SUFFIX.match(t, at)
-            if follow and not follow.isdigit() and _RE_SUFFIX_START.match(follow)
+            if follow and not follow.isdigit() and _may_start_suffix(follow)
             else None
         )
         scale_word = ""
@@ -722,12 +724,14 @@ def _quantities(text: str) -> tuple[Quantity, ...]:
         )
         if is_bare_one:
             continue
-        if dates.hit(start, end):
+        if date_bits.find(1, start, end) >= 0:
             end = core.end
             unit = currency or ""
-        half = _half_after(t, value, unit, end)
-        if half is not None:
-            value, unit, end = half
+        # a half follows as " and a half", "半" or "个半" (see _half_after)
+        if t.startswith(_HALF_STARTS, end) or t.startswith("个半", end - 1):
+            half = _half_after(t, value, unit, end)
+            if half is not None:
+                value, unit, end = half
         out.append(Quantity(value, unit, text[start:end], start, end))
         taken.mark(start, end)
     out.sort(key=lambda q: q.start)
@@ -737,6 +741,15 @@ def _quantities(text: str) -> tuple[Quantity, ...]:
 _RE_RESTATED = re.compile(r"[ \t]?\(([0-9][0-9,]*(?:\.[0-9]+)?)\)")
 _RE_AND_A_HALF = re.compile(r"[ \t]+and[ \t]+(?:a|one)[ \t]+half(?:[ \t]+(?P<unit>[A-Za-z]+))?\b")
 _ZH_HALF_UNITS = {"半月": "month", "半小时": "hour", "半钟头": "hour"}
+
+
+_HALF_STARTS = (" and", "\tand", "半")
+
+
+@lru_cache(maxsize=256)
+def _may_start_suffix(ch: str) -> bool:
+    """``_RE_SUFFIX_START.match(ch)``, once per character."""
+    return _RE_SUFFIX_START.match(ch) is not None
 
 
 def _half_after(t: str, value: float, unit: str, end: int) -> tuple[float, str, int] | None:
@@ -1296,6 +1309,38 @@ _RE_ZH_ORG = re.compile(
     + ")"
 )
 _ZH_ORG_SUFFIXES_LONGEST = tuple(sorted(_ZH_ORG_SUFFIXES, key=len, reverse=True))
+#: the longest organisation suffix ending a text (the leftmost match is the longest)
+_RE_ZH_ORG_SUFFIX_END = re.compile(
+    "(?:" + "|".join(map(re.escape, _ZH_ORG_SUFFIXES_LONGEST)) + r")\Z"
+)
+
+
+_RE_ZH_ORG_SUFFIX_ANY = re.compile("|".join(map(re.escape, _ZH_ORG_SUFFIXES_LONGEST)))
+
+
+def _zh_org_matches(t: str) -> Iterator[re.Match[str]]:
+    """``_RE_ZH_ORG.finditer(t)``, faster: a match ends in a suffix at most 20 characters
+    after its start, so no match starts more than 20 characters before the next suffix
+    (the pattern, which tries 20 lengths times every suffix at each position, is searched
+    from there)."""
+    p = 0
+    while True:
+        s = _RE_ZH_ORG_SUFFIX_ANY.search(t, p + 1)
+        if s is None:
+            return
+        m = _RE_ZH_ORG.search(t, max(p, s.start() - 20))
+        if m is None:
+            return
+        yield m
+        p = m.end()
+
+
+def _org_suffix(name: str) -> str:
+    """The longest of :data:`_ZH_ORG_SUFFIXES` that ``name`` ends with ("" for none)."""
+    m = _RE_ZH_ORG_SUFFIX_END.search(name)
+    return m.group() if m is not None else ""
+
+
 _ZH_BOUNDARY_WORDS = (
     "根据",
     "依据",
@@ -1392,6 +1437,10 @@ _ZH_ROLES = (
     "独立董事",
     "律师",
 )
+#: any word of :data:`_ZH_BOUNDARY_WORDS` / :data:`_ZH_ROLES` (a quick test before the
+#: per-word searches)
+_RE_ZH_BOUNDARY_WORD = re.compile("|".join(map(re.escape, _ZH_BOUNDARY_WORDS)))
+_RE_ZH_ROLE = re.compile("|".join(map(re.escape, _ZH_ROLES)))
 #: a role word, then the name ("财务总监赵明", "董事长：陈国栋", "财务总监为王丽")
 _RE_ZH_ROLE_NAME = re.compile(
     "(?:"
@@ -1516,6 +1565,33 @@ def extract_entities(text: str) -> list[str]:
     return list(_entities(text))
 
 
+def _run_names(whole: str, base: int, starts: set[int]) -> list[tuple[int, str]]:
+    """(offset, name) of the English names in ``whole``, a run of capitalised words at
+    ``base`` of a text whose sentences start at ``starts``."""
+    out: list[tuple[int, str]] = []
+    for offset, tokens, at_start in _en_groups(whole, base, starts):
+        tokens = _clean_en_entity(tokens, at_start)
+        if not tokens:
+            continue
+        name = " ".join(tokens)
+        # keep a trailing period only on abbreviations and initials ("Inc.", "M.")
+        if (
+            name.endswith(".")
+            and tokens[-1].rstrip(".").lower() not in _EN_ABBREV
+            and not _RE_INITIAL.fullmatch(tokens[-1])
+        ):
+            name = name[:-1]
+        out.append((base + whole.find(tokens[0], offset - base), name))
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _plain_run_names(whole: str, at_start: bool) -> tuple[tuple[int, str], ...]:
+    """:func:`_run_names` of a run without a period, at offset 0 (a sentence start or
+    not)."""
+    return tuple(_run_names(whole, 0, {0} if at_start else set()))
+
+
 @lru_cache(maxsize=4096)
 def _entities(text: str) -> tuple[str, ...]:
     t = _fold(text)
@@ -1530,27 +1606,23 @@ def _entities(text: str) -> tuple[str, ...]:
             low = whole.rstrip(".").lower()
             if low in _EN_STARTERS or low in STOPWORDS_EN or len(low) < 2:
                 continue  # "The", "In", "It": the bulk of capitalised tokens
-        for offset, tokens, at_start in _en_groups(whole, m.start(), starts):
-            tokens = _clean_en_entity(tokens, at_start)
-            if not tokens:
-                continue
-            name = " ".join(tokens)
-            # keep a trailing period only on abbreviations and initials ("Inc.", "M.")
-            if (
-                name.endswith(".")
-                and tokens[-1].rstrip(".").lower() not in _EN_ABBREV
-                and not _RE_INITIAL.fullmatch(tokens[-1])
-            ):
-                name = name[:-1]
-            found.append((t.find(tokens[0], offset), name))
+        at = m.start()
+        if "." in whole:
+            found.extend(_run_names(whole, at, starts))
+        else:
+            # no sentence can start inside a run without a period: its names depend only
+            # on its words and on whether it starts a sentence (names repeat: cached)
+            found.extend((at + off, name) for off, name in _plain_run_names(whole, at in starts))
 
     # the Chinese patterns need their CJK words; the organisation pattern tries up to 20
     # characters before a suffix at every position, so it runs only when a suffix occurs
     cjk = not t.isascii()
-    for m in _RE_ZH_ORG.finditer(t) if cjk and any(x in t for x in _ZH_ORG_SUFFIXES) else ():
+    for m in _zh_org_matches(t) if cjk and any(x in t for x in _ZH_ORG_SUFFIXES) else ():
         name = m.group()
         cut = 0
-        for w in _ZH_BOUNDARY_WORDS:
+        # the word lists are long and most names hold none of their words: one search
+        # tells whether any occurs before each word is looked for
+        for w in _ZH_BOUNDARY_WORDS if _RE_ZH_BOUNDARY_WORD.search(name) else ():
             i = name.rfind(w)
             if i >= 0:
                 cut = max(cut, i + len(w))
@@ -1559,15 +1631,13 @@ def _entities(text: str) -> tuple[str, ...]:
                 cut = max(cut, i + 1)
         # a role word before the name ("被告青禾建材有限公司", "原告..."), unless it is part
         # of the suffix ("律师事务所") or would leave under two characters of the name
-        core_end = len(name) - len(next(x for x in _ZH_ORG_SUFFIXES_LONGEST if name.endswith(x)))
-        for role in _ZH_ROLES:
+        core_end = len(name) - len(_org_suffix(name))
+        for role in _ZH_ROLES if _RE_ZH_ROLE.search(name, 0, core_end) else ():
             i = name.rfind(role, 0, core_end)
             if i >= 0 and i + len(role) <= core_end - 2:
                 cut = max(cut, i + len(role))
         name = name[cut:]
-        suffix = next(
-            s for s in sorted(_ZH_ORG_SUFFIXES, key=len, reverse=True) if name.endswith(s)
-        )
+        suffix = _org_suffix(name)
         head = name[: -len(suffix)]
         if len(head) < 2 or head in _ZH_GENERIC_ORG_HEADS:
             continue  # 该公司, 本公司, 公司, 上市公司, 保险公司
