@@ -369,7 +369,8 @@ def _abbrev_re() -> re.Pattern[str]:
     return re.compile(r"(?:^|[\s(])([A-Za-z][A-Za-z.]*)$")
 
 
-_ABBREV_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz.")
+_ABBREV_CHARS_STR = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz."
+_ABBREV_CHARS = frozenset(_ABBREV_CHARS_STR)
 
 
 def _is_abbreviation(before: str) -> bool:
@@ -381,9 +382,14 @@ def _is_abbreviation_at(text: str, end: int) -> bool:
     O(end) (split_sentences calls it at every period)."""
     if end > 0 and text[end - 1] == "\n":  # "$" also matches before a final newline
         end -= 1
-    p = end
-    while p > 0 and text[p - 1] in _ABBREV_CHARS:
-        p -= 1
+    # the run of letters and periods before ``end``: str.rstrip finds it in a window (a
+    # C loop), walked on only when it fills the window
+    lo = end - 32 if end > 32 else 0
+    window = text[lo:end]
+    p = lo + len(window.rstrip(_ABBREV_CHARS_STR))
+    if p == lo:
+        while p > 0 and text[p - 1] in _ABBREV_CHARS:
+            p -= 1
     if p == end or not ("a" <= text[p].lower() <= "z"):
         return False
     if p > 0 and not (text[p - 1] == "(" or text[p - 1].isspace()):
