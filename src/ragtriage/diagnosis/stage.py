@@ -331,19 +331,24 @@ def holding_chunks(trace: Trace, chunk_ids: Sequence[str]) -> list[str] | None:
     if not refs:
         return None
     cm = trace.chunk_map()
-    bags = [(c, set(content_tokens(cm[c].text))) for c in chunk_ids if c in cm]
+    ids = [c for c in chunk_ids if c in cm]
+    # each chunk's words are read when a reference first gets to it (the first chunks
+    # usually hold every reference: the rest are never read)
+    bags: dict[str, set[str]] = {}
     out: list[str] = []
     for ref in refs:
         need = set(content_tokens(ref))
+        if not need:
+            return None
         numbers = {t for t in need if any(ch.isdigit() for ch in t)}
-        holder = next(
-            (
-                c
-                for c, bag in bags
-                if need and numbers <= bag and len(need & bag) >= _REFERENCE_HELD * len(need)
-            ),
-            None,
-        )
+        holder = None
+        for c in ids:
+            bag = bags.get(c)
+            if bag is None:
+                bag = bags[c] = set(content_tokens(cm[c].text))
+            if numbers <= bag and len(need & bag) >= _REFERENCE_HELD * len(need):
+                holder = c
+                break
         if holder is None:
             return None
         out.append(holder)
