@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 from ragtriage.config import DiagnosisConfig
+from ragtriage.diagnosis import Diagnoser
 from ragtriage.diagnosis.stage import chunk_shape_findings, classify_stage
 from ragtriage.records import Chunk, Example, Hit, Stage, Trace
 
@@ -220,6 +222,9 @@ def test_a_split_reference_whose_lost_piece_the_reranker_dropped_is_chunking_en_
         call = classify_stage(trace, gt, 1.0, 3, CFG)
         assert call.stage is Stage.CHUNKING, call.reason
         assert "only part of it reached the generator" in call.reason
+        # the diagnoser's cascade applies the same rule (stage.before_split_reference)
+        d = asyncio.run(Diagnoser("rules").diagnose(trace))
+        assert d.stage is Stage.CHUNKING and d.stage_reason == call.reason
         # both pieces delivered: no chunking fault, the generator had the reference
         whole = _reranked_trace(chunks, ["d#1", "d#2", "d#0"], ["d#1", "d#2"], query, ref)
         assert chunk_shape_findings(whole, gt, CFG) == []

@@ -618,7 +618,8 @@ def _overlaps(a: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
 
 
 class _Mask:
-    """Marked character positions, for overlap tests in O(span length)."""
+    """Marked character positions, for overlap tests in O(span length):
+    ``mask.bits.find(1, start, end) >= 0`` (``1 in bits[start:end]`` without a copy)."""
 
     __slots__ = ("bits",)
 
@@ -627,9 +628,6 @@ class _Mask:
 
     def mark(self, start: int, end: int) -> None:
         self.bits[start:end] = b"\x01" * max(0, end - start)
-
-    def hit(self, start: int, end: int) -> bool:
-        return self.bits.find(1, start, end) >= 0  # ``1 in bits[start:end]``, no copy
 
 
 def extract_quantities(text: str) -> list[Quantity]:
@@ -1303,19 +1301,13 @@ _ZH_ORG_SUFFIXES = (
     "事务所",
     "律师事务所",
 )
-_RE_ZH_ORG = re.compile(
-    r"[\u4e00-\u9fffA-Za-z0-9]{1,20}?(?:"
-    + "|".join(sorted(_ZH_ORG_SUFFIXES, key=len, reverse=True))
-    + ")"
-)
 _ZH_ORG_SUFFIXES_LONGEST = tuple(sorted(_ZH_ORG_SUFFIXES, key=len, reverse=True))
+#: any organisation suffix, the longest tried first
+_ZH_ORG_SUFFIX_ALT = "(?:" + "|".join(map(re.escape, _ZH_ORG_SUFFIXES_LONGEST)) + ")"
+_RE_ZH_ORG = re.compile(r"[\u4e00-\u9fffA-Za-z0-9]{1,20}?" + _ZH_ORG_SUFFIX_ALT)
+_RE_ZH_ORG_SUFFIX_ANY = re.compile(_ZH_ORG_SUFFIX_ALT)
 #: the longest organisation suffix ending a text (the leftmost match is the longest)
-_RE_ZH_ORG_SUFFIX_END = re.compile(
-    "(?:" + "|".join(map(re.escape, _ZH_ORG_SUFFIXES_LONGEST)) + r")\Z"
-)
-
-
-_RE_ZH_ORG_SUFFIX_ANY = re.compile("|".join(map(re.escape, _ZH_ORG_SUFFIXES_LONGEST)))
+_RE_ZH_ORG_SUFFIX_END = re.compile(_ZH_ORG_SUFFIX_ALT + r"\Z")
 
 
 def _zh_org_matches(t: str) -> Iterator[re.Match[str]]:
@@ -1614,10 +1606,10 @@ def _entities(text: str) -> tuple[str, ...]:
             # on its words and on whether it starts a sentence (names repeat: cached)
             found.extend((at + off, name) for off, name in _plain_run_names(whole, at in starts))
 
-    # the Chinese patterns need their CJK words; the organisation pattern tries up to 20
-    # characters before a suffix at every position, so it runs only when a suffix occurs
+    # the Chinese patterns need their CJK words; the organisation pattern runs only near
+    # a suffix (_zh_org_matches)
     cjk = not t.isascii()
-    for m in _zh_org_matches(t) if cjk and any(x in t for x in _ZH_ORG_SUFFIXES) else ():
+    for m in _zh_org_matches(t) if cjk else ():
         name = m.group()
         cut = 0
         # the word lists are long and most names hold none of their words: one search

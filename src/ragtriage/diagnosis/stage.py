@@ -65,6 +65,7 @@ __all__ = [
     "GTFlow",
     "PartFlow",
     "StageCall",
+    "before_split_reference",
     "chunk_shape_findings",
     "classify_stage",
     "gt_flow",
@@ -637,6 +638,16 @@ def stage_from_split_reference(
     return None
 
 
+def before_split_reference(
+    trace: Trace, flow: GTFlow, config: DiagnosisConfig, call: StageCall | None
+) -> StageCall | None:
+    """``call``, or chunking in its place when it blames reranking or retrieval for a
+    reference a chunk boundary cut apart (:func:`stage_from_split_reference`)."""
+    if call is not None and call.stage in (Stage.RERANKING, Stage.RETRIEVAL):
+        return stage_from_split_reference(trace, flow, config) or call
+    return call
+
+
 def classify_stage(
     trace: Trace,
     gt_ids: Sequence[str],
@@ -646,13 +657,10 @@ def classify_stage(
 ) -> StageCall:
     """The whole backward cascade for a known concept coverage."""
     flow = gt_flow(trace, gt_ids)
-    early = stage_from_references(trace, flow, config) or stage_from_parts(trace, gt_ids)
-    if early is None:
-        early = stage_from_flow(flow, config)
-        if early is not None and early.stage is Stage.RERANKING:
-            early = stage_from_split_reference(trace, flow, config) or early
     early = (
-        early
+        stage_from_references(trace, flow, config)
+        or stage_from_parts(trace, gt_ids)
+        or before_split_reference(trace, flow, config, stage_from_flow(flow, config))
         or stage_from_chunk_shape(trace, flow, config)
         or stage_from_depth(trace, flow, config)
     )

@@ -38,6 +38,7 @@ from ragtriage.diagnosis.observability import (
 )
 from ragtriage.diagnosis.stage import (
     GTFlow,
+    before_split_reference,
     gt_flow,
     stage_from_chunk_shape,
     stage_from_coverage,
@@ -45,7 +46,6 @@ from ragtriage.diagnosis.stage import (
     stage_from_flow,
     stage_from_parts,
     stage_from_references,
-    stage_from_split_reference,
 )
 from ragtriage.diagnosis.types_llm import (
     parse_stage_check,
@@ -212,16 +212,13 @@ async def _ragec(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribut
     # extension (see declined.py): the facts a partial abstention leaves out never
     # reached the generator
     declined = None if held is not None else stage_from_declined(trace, flow, cfg, env.answer_rule)
-    call = held or parts or declined or stage_from_flow(flow, cfg)
-    if (
-        held is None
-        and parts is None
-        and call is not None
-        and call.stage in (Stage.RERANKING, Stage.RETRIEVAL)
-    ):
-        # extension (see stage.py): the missing evidence is a piece of a reference that a
-        # chunk boundary cut off -- chunking is the earlier cause
-        call = stage_from_split_reference(trace, flow, cfg) or call
+    # extension (see stage.py): missing evidence that is a piece of a reference a chunk
+    # boundary cut off -- chunking is the earlier cause
+    call = (
+        held
+        or parts
+        or before_split_reference(trace, flow, cfg, declined or stage_from_flow(flow, cfg))
+    )
     cov: ConceptCoverage | None = None
     if call is None:  # chunking vs retrieval: only now are the concepts needed
         cov = await env.judges.concepts.concept_coverage(trace, gt.ids)
