@@ -224,7 +224,13 @@ class Diagnoser:
             # gc.freeze); unfrozen, two workers diagnose no faster than one process
             gc.freeze()
         try:
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            # a worker runs nothing but the rules judge, which makes no reference cycles
+            # (see _no_collections): its collector is off for good. Re-enabled after each
+            # batch, it walked everything the batch left alive (the per-text caches, the
+            # results) on the next allocation -- about 7 % of a worker's time
+            with ProcessPoolExecutor(
+                max_workers=workers, mp_context=ctx, initializer=gc.disable
+            ) as pool:
                 futures = {
                     (
                         loop.run_in_executor(pool, _diagnose_range, lo, hi)
@@ -390,19 +396,10 @@ def _no_collections() -> Iterator[None]:
             gc.enable()
 
 
-def _worker_without_collections() -> None:
-    """A pool worker runs nothing but the rules judge, which makes no reference cycles
-    (see :func:`_no_collections`): its collector stays off for good. Re-enabled after
-    each batch, it would walk everything the batch left alive (the per-text caches, the
-    results) on the next allocation -- about 7 % of a worker's time."""
-    gc.disable()
-
-
 def _diagnose_range(lo: int, hi: int) -> list[Diagnosis]:
     """Forked-worker entry: diagnose ``traces[lo:hi]`` inherited from the parent."""
     if _FORKED is None:  # pragma: no cover - only reachable through a broken pool
         raise RuntimeError("worker started without inherited traces")
-    _worker_without_collections()
     diagnoser, traces = _FORKED
     return asyncio.run(diagnoser.diagnose_many(traces[lo:hi]))
 
@@ -410,6 +407,5 @@ def _diagnose_range(lo: int, hi: int) -> list[Diagnosis]:
 def _diagnose_batch(job: tuple[str, dict[str, object]], traces: list[Trace]) -> list[Diagnosis]:
     """Spawned-worker entry: diagnose one pickled batch with the rules judge."""
     strategy, config = job
-    _worker_without_collections()
     diagnoser = Diagnoser("rules", cast(Strategy, strategy), DiagnosisConfig.model_validate(config))
     return asyncio.run(diagnoser.diagnose_many(traces))
