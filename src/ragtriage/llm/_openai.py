@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
-import re
 import ssl
 import time
 from collections.abc import Mapping
@@ -42,6 +40,7 @@ from ragtriage.llm._errors import (
     LLMStatusError,
     parse_retry_after,
 )
+from ragtriage.llm._payload import chat_payload
 from ragtriage.llm._tokens import estimate_prompt_tokens, estimate_tokens
 
 __all__ = ["OpenAICompatible", "client_from_config", "translate_openai_error"]
@@ -49,7 +48,6 @@ __all__ = ["OpenAICompatible", "client_from_config", "translate_openai_error"]
 # Sent when no key is configured: local servers ignore it, and it keeps the SDK from
 # picking up OPENAI_API_KEY and sending that secret to an arbitrary endpoint.
 _PLACEHOLDER_KEY = "ragtriage-no-key"
-_SCHEMA_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 
 
 def client_from_config(
@@ -344,38 +342,7 @@ class OpenAICompatible:
     def _payload(
         self, request: ChatRequest, *, n: int, seed: int | None, schema_mode: str
     ) -> dict[str, Any]:
-        messages = [{"role": m.role, "content": m.content} for m in request.messages]
-        schema = request.json_schema
-        payload: dict[str, Any] = {
-            "model": request.model or self._model,
-            "temperature": request.temperature,
-            "max_tokens": request.max_tokens,
-        }
-        if n > 1:
-            payload["n"] = n
-        if seed is not None:
-            payload["seed"] = seed
-        if request.stop:
-            payload["stop"] = list(request.stop)
-        if schema is not None and schema_mode == "response_format":
-            title = str(schema.get("title") or "response")
-            payload["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": _SCHEMA_NAME.sub("_", title)[:64], "schema": schema},
-            }
-        elif schema is not None and schema_mode == "prompt":
-            instruction = (
-                "Reply with one JSON object only, no other text, matching this JSON Schema:\n"
-                + json.dumps(schema, ensure_ascii=False, sort_keys=True)
-            )
-            for message in reversed(messages):
-                if message["role"] == "user":
-                    message["content"] = f"{message['content']}\n\n{instruction}"
-                    break
-            else:
-                messages.append({"role": "user", "content": instruction})
-        payload["messages"] = messages
-        return payload
+        return chat_payload(request, model=self._model, n=n, seed=seed, schema_mode=schema_mode)
 
     async def _post(
         self, request: ChatRequest, *, n: int, seed: int | None, schema_mode: str
