@@ -7,8 +7,16 @@ from typing import Any
 import pytest
 
 from ragtriage.config import PipelineConfig
-from ragtriage.diagnosis.advice import ADVICE, SECOND_MODE_WEIGHT, advice_for, rank_advice
-from ragtriage.records import AnswerLabel, Diagnosis, ErrorType
+from ragtriage.diagnosis.advice import (
+    ADVICE,
+    SECOND_MODE_WEIGHT,
+    advice_for,
+    advice_owners,
+    rank_advice,
+)
+from ragtriage.diagnosis.engine import advice_texts
+from ragtriage.records import ERROR_TYPE_STAGE, AnswerLabel, Diagnosis, ErrorType, Stage
+from ragtriage.report.aggregate import summarize
 
 E = ErrorType
 
@@ -101,3 +109,55 @@ def test_rank_advice_prefers_modes_over_second_modes() -> None:
     )
     assert [a.error_type for a, _ in ranked][:2] == [E.E10, E.E7]
     assert rank_advice([]) == []
+
+
+FEWER = "Forward fewer chunks so that noise does not crowd the context."
+MORE = "Forward more chunks after reranking."
+
+
+def test_each_advice_line_belongs_to_one_type() -> None:
+    for t, adv in ADVICE.items():
+        for action in adv.actions:
+            assert advice_owners(action) == (t,), action
+            assert advice_owners(f"  {action} ") == (t,)
+    assert FEWER in advice_for(E.E8).actions and MORE in advice_for(E.E7).actions
+    assert advice_owners("Something another tool wrote.") == ()
+
+
+def _failing(i: int, mode: ErrorType, second: ErrorType | None, advice: list[str]) -> Diagnosis:
+    return _diag(i, mode, second).model_copy(
+        update={"stage": ERROR_TYPE_STAGE[mode], "advice": advice}
+    )
+
+
+@pytest.mark.parametrize(("mode", "second"), [(E.E7, E.E8), (E.E4, E.E10), (E.E12, None)])
+def test_each_advice_line_sits_under_its_own_type_in_a_summary(
+    mode: ErrorType, second: ErrorType | None
+) -> None:
+    d = _failing(1, mode, second, advice_texts(mode, second))
+    adv = summarize([d]).advice
+    assert [a.text for a in adv] == advice_texts(mode, second)
+    for a in adv:
+        (owner,) = advice_owners(a.text)
+        # the second mode's advice is listed under the second mode, never the modal type
+        assert a.error_types == [owner], a.text
+        assert a.stages == [ERROR_TYPE_STAGE[owner]], a.text
+        assert a.count == 1
+
+
+def test_e8_advice_is_not_listed_under_e7() -> None:
+    diags = [
+        _failing(1, E.E7, E.E8, advice_texts(E.E7, E.E8)),
+        _failing(2, E.E7, None, advice_texts(E.E7, None)),
+        _failing(3, E.E8, None, advice_texts(E.E8, None)),
+    ]
+    by_text = {a.text: a for a in summarize(diags).advice}
+    assert by_text[MORE].error_types == [E.E7] and by_text[MORE].count == 2
+    assert by_text[FEWER].error_types == [E.E8] and by_text[FEWER].count == 2
+    assert by_text[FEWER].stages == [Stage.RERANKING]
+
+
+def test_advice_no_type_owns_counts_for_the_modal_type() -> None:
+    d = _failing(1, E.E7, E.E8, ["Something another tool wrote."])
+    (a,) = summarize([d]).advice
+    assert a.error_types == [E.E7] and a.stages == [Stage.RERANKING]

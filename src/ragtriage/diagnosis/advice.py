@@ -18,7 +18,14 @@ from types import MappingProxyType
 
 from ragtriage.records import Diagnosis, ErrorType
 
-__all__ = ["ADVICE", "SECOND_MODE_WEIGHT", "Advice", "advice_for", "rank_advice"]
+__all__ = [
+    "ADVICE",
+    "SECOND_MODE_WEIGHT",
+    "Advice",
+    "advice_for",
+    "advice_owners",
+    "rank_advice",
+]
 
 E = ErrorType
 
@@ -267,6 +274,24 @@ SECOND_MODE_WEIGHT = 0.5
 def advice_for(error_type: ErrorType) -> Advice:
     """The advice for one error type."""
     return ADVICE[error_type]
+
+
+def _owners() -> dict[str, tuple[ErrorType, ...]]:
+    out: dict[str, list[ErrorType]] = {}
+    for t, adv in _ADVICE.items():
+        for action in adv.actions:
+            out.setdefault(action.strip(), []).append(t)
+    return {text: tuple(ts) for text, ts in out.items()}
+
+
+_OWNERS: Mapping[str, tuple[ErrorType, ...]] = MappingProxyType(_owners())
+
+
+def advice_owners(text: str) -> tuple[ErrorType, ...]:
+    """The error types whose actions include ``text`` (surrounding blanks ignored), in
+    taxonomy order; empty for a text that is not one of :data:`ADVICE`'s actions (advice
+    written by another tool or an older version)."""
+    return _OWNERS.get(text.strip(), ())
 
 
 def rank_advice(diagnoses: Sequence[Diagnosis]) -> list[tuple[Advice, int]]:

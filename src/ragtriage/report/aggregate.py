@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from ragtriage.diagnosis.advice import advice_owners
 from ragtriage.records import (
     ERROR_TYPE_NAMES,
     ERROR_TYPE_STAGE,
@@ -174,7 +175,11 @@ class PipelineStageCost(_Frozen):
 
 
 class AdviceCount(_Frozen):
-    """An advice text, the number of failing examples carrying it, and their types."""
+    """An advice text, the number of failing examples carrying it, and the error types
+    (and their stages) it was given for in those examples: the modal or second type whose
+    advice it is (:func:`~ragtriage.diagnosis.advice.advice_owners`); a text that neither
+    type owns (written by another tool or an older version) counts for the modal type
+    and the diagnosis' stage."""
 
     text: str
     count: int
@@ -419,6 +424,16 @@ def _advice(failing: Sequence[Diagnosis]) -> list[AdviceCount]:
         for text in dict.fromkeys(a.strip() for a in d.advice if a.strip()):
             counts[text] += 1
             first_seen.setdefault(text, len(first_seen))
+            owners = advice_owners(text)
+            # the type the advice was given for: with mode E7 and second mode E8, E8's
+            # "forward fewer chunks" belongs to E8, not to the modal E7
+            given_for = list(dict.fromkeys(t for t in (d.error_type, d.second_type) if t in owners))
+            if given_for:
+                for t in given_for:
+                    types[text][t] += 1
+                for st in dict.fromkeys(ERROR_TYPE_STAGE[t] for t in given_for):
+                    stages[text][st] += 1
+                continue
             if d.error_type is not None:
                 types[text][d.error_type] += 1
             if d.stage is not None:
