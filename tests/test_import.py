@@ -131,6 +131,29 @@ def test_ragas_v02_csv_fuzzy_match_quality_and_unanswerable(tmp_path: Path) -> N
     assert unanswerable.example.answerable is False and unanswerable.example.answer == ""
 
 
+def test_scores_the_source_did_not_record_stay_absent(tmp_path: Path) -> None:
+    """RAGAS keeps only the passages: the hits have no score (never 1/rank), the trace
+    says so, and the file validates and reads back; OpenInference's own scores stay."""
+    res = import_traces("ragas", FIX / "ragas_v01.jsonl", tmp_path)
+    for t in read_records(tmp_path / "traces.jsonl", Trace):
+        assert t.retrieved and all(h.score is None for h in t.retrieved)
+        assert [h.rank for h in t.retrieved] == list(range(1, len(t.retrieved) + 1))
+        imp = t.metadata["import"]
+        assert isinstance(imp, dict) and str(imp["scores"]).startswith("not recorded")
+    assert '"score":null' in (tmp_path / "traces.jsonl").read_text()
+    assert validate_file(tmp_path / "traces.jsonl", "traces") == len(res.traces)
+    spans = import_traces(
+        "openinference",
+        FIX / "openinference_spans.jsonl",
+        None,
+        references=FIX / "openinference_references.jsonl",
+    )
+    for t in spans.traces:
+        assert t.retrieved and all(h.score is not None for h in t.retrieved)
+        imp = t.metadata["import"]
+        assert isinstance(imp, dict) and imp["scores"] == "given"
+
+
 def test_openinference_reranker_drop_is_seen_with_and_without_documents(tmp_path: Path) -> None:
     kw = {"references": FIX / "openinference_references.jsonl"}
     for docs in (DOCS, None):

@@ -191,7 +191,8 @@ def test_reranker_step_tokens_and_a_template_that_drops_a_passage(tmp_path: Path
 
 def test_plain_llm_and_retriever_without_scores(tmp_path: Path) -> None:
     """A completion LLM (``on_llm_start``) and the store's own retriever, which gives
-    no scores: ranks stand in (1/rank) and the trace says so; no reranker is seen."""
+    no scores: the hits have none (never made up from the rank) and the trace says so;
+    no reranker is seen."""
     vs = _store()
     prompt = PromptTemplate.from_template("Context:\n{context}\nQuestion: {question}\nAnswer:")
     chain = (
@@ -212,8 +213,8 @@ def test_plain_llm_and_retriever_without_scores(tmp_path: Path) -> None:
         ids = [d.id for d in vs.similarity_search(q, k=3)]
         assert [h["chunk_id"] for h in t["retrieved"]] == ids
         assert t["context"] == ids and t["reranked"] == []
-        assert [h["score"] for h in t["retrieved"]] == [1.0, 0.5, pytest.approx(1 / 3)]
-        assert t["metadata"]["import"]["scores"].startswith("rank")
+        assert [h["score"] for h in t["retrieved"]] == [None, None, None]
+        assert t["metadata"]["import"]["scores"].startswith("not recorded")
         assert "no reranker" in t["metadata"]["not_observable"]["reranking"]
         assert set(t["stages"]) == {"retrieval", "generation"}
 

@@ -231,7 +231,12 @@ class Hit(Record):
 
     chunk_id: NonEmptyStr
     doc_id: NonEmptyStr
-    score: float = Field(allow_inf_nan=False)
+    score: float | None = Field(
+        default=None,
+        allow_inf_nan=False,
+        description="The stage's score; null when the source recorded none (an imported "
+        "trace whose tool kept only the ranked passages): never made up from the rank.",
+    )
     rank: int = Field(ge=1, description="1-based rank.")
 
 

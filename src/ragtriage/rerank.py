@@ -59,9 +59,9 @@ class Reranker(Protocol):
     ) -> list[Hit]: ...
 
 
-def _renumber(hits: Sequence[Hit], scores: Sequence[float], top_k: int) -> list[Hit]:
+def _renumber(hits: Sequence[Hit], scores: Sequence[float | None], top_k: int) -> list[Hit]:
     return [
-        Hit(chunk_id=h.chunk_id, doc_id=h.doc_id, score=float(s), rank=r)
+        Hit(chunk_id=h.chunk_id, doc_id=h.doc_id, score=None if s is None else float(s), rank=r)
         for r, (h, s) in enumerate(zip(hits[:top_k], scores[:top_k], strict=False), start=1)
     ]
 

@@ -49,7 +49,7 @@ def _needs_llm(cfg: PipelineConfig) -> bool:
 def with_score_profile(order: Sequence[Hit], profile: Sequence[Hit]) -> list[Hit]:
     """``order`` renumbered 1..n with the scores of ``profile`` sorted high to low, so a
     reordered list keeps the usual, monotonically falling score profile."""
-    scores = sorted((h.score for h in profile), reverse=True)
+    scores = sorted((h.score for h in profile if h.score is not None), reverse=True)
     out: list[Hit] = []
     for i, h in enumerate(order):
         score = scores[i] if i < len(scores) else (scores[-1] if scores else h.score)

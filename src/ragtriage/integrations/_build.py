@@ -211,23 +211,23 @@ class _Builder:
         self.stats.gold_docs_from[gold_from] += 1
 
         known: dict[str, Chunk] = {}
-        scores = "given"
+        scored: Counter[bool] = Counter()
 
-        def hits(passages: Iterable[RetrievedText]) -> list[Hit]:
-            nonlocal scores
+        def hits(passages: Iterable[RetrievedText], *, ranked: bool = True) -> list[Hit]:
             out: list[Hit] = []
             for rank, p in enumerate(passages, 1):
                 c = self._chunk_of(p)
                 known[c.chunk_id] = c
-                if p.score is None:
-                    scores = "rank (the source gives no scores: 1/rank)"
-                score = p.score if p.score is not None else 1.0 / rank
-                out.append(Hit(chunk_id=c.chunk_id, doc_id=c.doc_id, score=score, rank=rank))
+                # a score the source did not record stays absent: never made up from the rank
+                if ranked:
+                    scored[p.score is not None] += 1
+                out.append(Hit(chunk_id=c.chunk_id, doc_id=c.doc_id, score=p.score, rank=rank))
             return out
 
         retrieved = hits(row.retrieved if row.retrieved is not None else row.contexts)
         reranked = hits(row.reranked) if row.reranked is not None else []
-        context = [h.chunk_id for h in hits(row.contexts)]
+        context = [h.chunk_id for h in hits(row.contexts, ranked=False)]
+        scores = _scores_note(scored)
         gt_doc_chunks = [c for d in gold_docs for c in self.doc_chunks.get(d, [])]
         gt_ids = {c.chunk_id for c in gt_doc_chunks}
         source = row.where.path + (f":{row.where.line}" if row.where.line is not None else "")
@@ -268,6 +268,17 @@ class _Builder:
             )
         except ValidationError as exc:
             raise validation_to_input_error(exc, path=row.where.path, line=row.where.line) from exc
+
+
+def _scores_note(scored: Counter[bool]) -> str:
+    """What ``metadata.import.scores`` says of the ranked lists' scores."""
+    if not scored:
+        return "no ranked passages"
+    if not scored[False]:
+        return "given"
+    if not scored[True]:
+        return "not recorded (the source gives none: the hits have no score)"
+    return "partly recorded (the hits the source gave no score have none)"
 
 
 def _stats(v: Mapping[str, float]) -> dict[str, float | int]:

@@ -198,7 +198,7 @@ def scan_retrieval(
             ]
             ranked = run_sync(reranker.rerank(example.query, hits, chunk_map, len(hits)))
             index_of = {chunks[i].chunk_id: i for i in union}
-            rr_score = {index_of[h.chunk_id]: h.score for h in ranked}
+            rr_score = {index_of[h.chunk_id]: h.score for h in ranked if h.score is not None}
         label = labels.get(example.example_id)
         for w in weights:
             for mode in modes:
