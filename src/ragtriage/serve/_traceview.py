@@ -146,6 +146,8 @@ def _hit_rows(
             flags.append(f"{other_name} #{r}" if r is not None else absent)
         if h.chunk_id in budget:
             flags.append("dropped by budget")
+        if h.score is None:  # an imported hit whose source kept no score: none is shown
+            flags.append("no score recorded")
         rows.append(
             _row(
                 h.chunk_id,
