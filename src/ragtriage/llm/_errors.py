@@ -16,6 +16,8 @@ from ragtriage.errors import LLMError, LLMResponseError, LLMTimeoutError
 
 __all__ = [
     "LLMBadResponseError",
+    "LLMBatchFailedError",
+    "LLMBatchPendingError",
     "LLMConnectionError",
     "LLMDryRunError",
     "LLMStatusError",
@@ -107,3 +109,17 @@ def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -
 
 class LLMDryRunError(LLMError):
     """Raised by a dry-run :class:`LLMRunner` instead of making a call (not a failure)."""
+
+
+class LLMBatchPendingError(LLMError):
+    """Raised by a batch-exporting :class:`LLMRunner` instead of making a call: the
+    request was added to the batch (not a failure; the command stops before writing)."""
+
+
+class LLMBatchFailedError(LLMError):
+    """A batch answered this request with an error (recorded when its output file was
+    imported); ``status`` is the HTTP status the batch gave, when it gave one."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status

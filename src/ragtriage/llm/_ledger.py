@@ -12,7 +12,11 @@ from pydantic import BaseModel, ConfigDict
 
 from ragtriage.llm._base import Usage
 
-__all__ = ["Ledger", "LedgerSummary", "PurposeStats"]
+__all__ = ["BATCH_PRICE_FACTOR", "Ledger", "LedgerSummary", "PurposeStats"]
+
+#: what a request answered through a batch costs, as a share of the listed price
+#: (OpenAI's Batch API: half); ``llm.batch_price_factor`` sets it per endpoint
+BATCH_PRICE_FACTOR = 0.5
 
 
 class PurposeStats(BaseModel):
@@ -21,8 +25,10 @@ class PurposeStats(BaseModel):
     ``requests``: calls to ``LLMRunner.complete``; ``calls``: successful client calls
     (paid); ``cache_hits``: samples served without a call; ``failures``: requests that
     failed for good (``timeouts`` of them by timeout); ``retries``: extra attempts.
-    ``estimated_*``: what a dry run would have paid (completion tokens as the upper
-    bound ``max_tokens`` per sample).
+    ``estimated_*``: what a dry run (or a batch export) would pay (completion tokens as
+    the upper bound ``max_tokens`` per sample). ``batch_*``: the part of ``calls`` and
+    the tokens answered through a batch (imported replies), which ``cost`` counts at the
+    batch price.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -40,13 +46,22 @@ class PurposeStats(BaseModel):
     estimated_prompt_tokens: int = 0
     estimated_completion_tokens: int = 0
     estimated_cost: float = 0.0
+    batch_calls: int = 0
+    batch_prompt_tokens: int = 0
+    batch_completion_tokens: int = 0
 
 
 class LedgerSummary(BaseModel):
+    """Per-purpose and total counts. ``batch_price_factor``: the share of the listed
+    price a batch request costs; ``batch_estimates``: whether ``estimated_cost`` is at
+    that price (a batch export) or the listed one (a dry run)."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     by_purpose: dict[str, PurposeStats]
     total: PurposeStats
+    batch_price_factor: float = BATCH_PRICE_FACTOR
+    batch_estimates: bool = False
 
 
 @dataclass
@@ -62,15 +77,44 @@ class _Counts:
     estimated_calls: int = 0
     estimated_prompt_tokens: int = 0
     estimated_completion_tokens: int = 0
+    batch_calls: int = 0
+    batch_prompt_tokens: int = 0
+    batch_completion_tokens: int = 0
 
 
 class Ledger:
-    """Counts calls, cache hits, failures, retries, tokens and cost per purpose."""
+    """Counts calls, cache hits, failures, retries, tokens and cost per purpose.
 
-    def __init__(self, price_per_1k_prompt: float = 0.0, price_per_1k_completion: float = 0.0):
+    Prices are per 1,000 tokens as listed; a reply that came through a batch costs
+    ``batch_price_factor`` of that (:meth:`record_batch_reply`). ``batch_estimates``:
+    estimates are for a batch export, so at the batch price too.
+    """
+
+    def __init__(
+        self,
+        price_per_1k_prompt: float = 0.0,
+        price_per_1k_completion: float = 0.0,
+        *,
+        batch_price_factor: float = BATCH_PRICE_FACTOR,
+        batch_estimates: bool = False,
+    ):
         self._price_prompt = price_per_1k_prompt
         self._price_completion = price_per_1k_completion
+        self._batch_factor = batch_price_factor
+        self._batch_estimates = batch_estimates
         self._counts: dict[str, _Counts] = {}
+
+    @property
+    def batch_price_factor(self) -> float:
+        return self._batch_factor
+
+    @property
+    def batch_estimates(self) -> bool:
+        return self._batch_estimates
+
+    def set_batch_estimates(self, value: bool = True) -> None:
+        """Estimate at the batch price from now on (a runner exporting a batch)."""
+        self._batch_estimates = value
 
     def _of(self, purpose: str) -> _Counts:
         counts = self._counts.get(purpose)
@@ -78,10 +122,12 @@ class Ledger:
             counts = self._counts[purpose] = _Counts()
         return counts
 
-    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
-        return (
+    def cost(self, prompt_tokens: int, completion_tokens: int, *, batch: bool = False) -> float:
+        """The listed price of these tokens, or the batch price (``batch=True``)."""
+        listed = (
             prompt_tokens * self._price_prompt + completion_tokens * self._price_completion
         ) / 1000.0
+        return listed * self._batch_factor if batch else listed
 
     def record_request(self, purpose: str) -> None:
         self._of(purpose).requests += 1
@@ -91,6 +137,16 @@ class Ledger:
         counts.calls += 1
         counts.prompt_tokens += usage.prompt_tokens
         counts.completion_tokens += usage.completion_tokens
+
+    def record_batch_reply(self, purpose: str, usage: Usage) -> None:
+        """One reply answered through a batch (imported): a paid call at the batch price."""
+        counts = self._of(purpose)
+        counts.calls += 1
+        counts.prompt_tokens += usage.prompt_tokens
+        counts.completion_tokens += usage.completion_tokens
+        counts.batch_calls += 1
+        counts.batch_prompt_tokens += usage.prompt_tokens
+        counts.batch_completion_tokens += usage.completion_tokens
 
     def record_cache_hits(self, purpose: str, samples: int) -> None:
         self._of(purpose).cache_hits += samples
@@ -121,11 +177,18 @@ class Ledger:
                 setattr(counts, f.name, getattr(counts, f.name) + getattr(stats, f.name))
 
     def _stats(self, counts: _Counts) -> PurposeStats:
+        live = self.cost(
+            counts.prompt_tokens - counts.batch_prompt_tokens,
+            counts.completion_tokens - counts.batch_completion_tokens,
+        )
+        batched = self.cost(counts.batch_prompt_tokens, counts.batch_completion_tokens, batch=True)
         return PurposeStats(
             **{f.name: getattr(counts, f.name) for f in fields(_Counts)},
-            cost=self.cost(counts.prompt_tokens, counts.completion_tokens),
+            cost=live + batched,
             estimated_cost=self.cost(
-                counts.estimated_prompt_tokens, counts.estimated_completion_tokens
+                counts.estimated_prompt_tokens,
+                counts.estimated_completion_tokens,
+                batch=self._batch_estimates,
             ),
         )
 
@@ -137,4 +200,6 @@ class Ledger:
         return LedgerSummary(
             by_purpose={p: self._stats(c) for p, c in sorted(self._counts.items())},
             total=self._stats(total),
+            batch_price_factor=self._batch_factor,
+            batch_estimates=self._batch_estimates,
         )

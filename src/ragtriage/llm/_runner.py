@@ -15,7 +15,11 @@
   fully served from the cache costs 0 tokens and is marked ``cached=True``, identical
   requests in flight at the same time share one call;
 * a ledger of calls, cache hits, failures, retries, tokens and cost per ``purpose``;
-* ``dry_run=True``: no call is made; the ledger accumulates an estimate instead.
+* ``dry_run=True``: no call is made; the ledger accumulates an estimate instead;
+* ``batch=BatchCollector(...)`` (batch mode, :mod:`ragtriage.llm._batch`): no call is
+  made either; each sample missing from the cache is added to the batch and the request
+  fails with kind ``batch_pending``, or ``batch_failed`` when an imported batch answered
+  that sample with an error.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -40,6 +44,8 @@ from ragtriage.llm._base import ChatRequest, Completion, LLMClient, Usage
 from ragtriage.llm._cache import DEFAULT_CACHE_PATH, CachedSample, ResponseCache, SampleCache
 from ragtriage.llm._errors import (
     LLMBadResponseError,
+    LLMBatchFailedError,
+    LLMBatchPendingError,
     LLMConnectionError,
     LLMDryRunError,
     LLMStatusError,
@@ -49,10 +55,22 @@ from ragtriage.llm._errors import (
 from ragtriage.llm._ledger import Ledger
 from ragtriage.llm._tokens import estimate_prompt_tokens
 
+if TYPE_CHECKING:
+    from ragtriage.llm._batch import BatchCollector
+
 __all__ = ["FailureKind", "LLMFailure", "LLMRunner", "run_sync"]
 
 T = TypeVar("T")
-FailureKind = Literal["timeout", "http", "connection", "response", "dry_run", "error"]
+FailureKind = Literal[
+    "timeout",
+    "http",
+    "connection",
+    "response",
+    "dry_run",
+    "batch_pending",
+    "batch_failed",
+    "error",
+]
 
 
 class LLMFailure(BaseModel):
@@ -94,6 +112,10 @@ def _failure_of(error: LLMError, *, purpose: str, attempts: int) -> LLMFailure:
     status: int | None = None
     if isinstance(error, LLMDryRunError):
         kind = "dry_run"
+    elif isinstance(error, LLMBatchPendingError):
+        kind = "batch_pending"
+    elif isinstance(error, LLMBatchFailedError):
+        kind, status = "batch_failed", error.status
     elif isinstance(error, LLMTimeoutError):
         kind = "timeout"
     elif isinstance(error, LLMStatusError):
@@ -126,6 +148,7 @@ class LLMRunner:
         cache: SampleCache | None = None,
         ledger: Ledger | None = None,
         dry_run: bool = False,
+        batch: BatchCollector | None = None,
         sleep: Callable[[float], Awaitable[None]] | None = None,
         jitter_seed: int | None = None,
     ) -> None:
@@ -133,6 +156,7 @@ class LLMRunner:
         self._client = client
         self._cache = cache
         self._dry_run = dry_run
+        self._batch = batch
         self._concurrency = cfg.concurrency
         self._timeout_s = cfg.timeout_s
         self._max_retries = cfg.max_retries
@@ -141,7 +165,11 @@ class LLMRunner:
         self._ledger = (
             ledger
             if ledger is not None
-            else Ledger(cfg.price_per_1k_prompt, cfg.price_per_1k_completion)
+            else Ledger(
+                cfg.price_per_1k_prompt,
+                cfg.price_per_1k_completion,
+                batch_price_factor=cfg.batch_price_factor,
+            )
         )
         self._sleep: Callable[[float], Awaitable[None]] = (
             sleep if sleep is not None else asyncio.sleep
@@ -196,6 +224,11 @@ class LLMRunner:
     @property
     def dry_run(self) -> bool:
         return self._dry_run
+
+    @property
+    def batch(self) -> BatchCollector | None:
+        """The batch this runner exports missing samples to (batch mode), else None."""
+        return self._batch
 
     # -- public API -------------------------------------------------------------
 
@@ -280,7 +313,7 @@ class LLMRunner:
             timeout = isinstance(gave_up.error, LLMTimeoutError)
             self._ledger.record_failure(purpose, timeout=timeout)
             raise
-        except LLMDryRunError:
+        except (LLMDryRunError, LLMBatchPendingError):
             raise
         except LLMError:
             self._ledger.record_failure(purpose)
@@ -301,6 +334,8 @@ class LLMRunner:
             raise LLMDryRunError(
                 f"dry run: {len(missing)} of {request.n} sample(s) not cached; no call made"
             )
+        if self._batch is not None:
+            self._to_batch(self._batch, request, keys, missing, purpose)
 
         state = self._loop_state()
         shared = {i: state.inflight[keys[i]] for i in missing if keys[i] in state.inflight}
@@ -369,6 +404,41 @@ class LLMRunner:
             calls=calls,
             prompt_tokens=calls * estimate_prompt_tokens(request),
             completion_tokens=len(new) * request.max_tokens,
+        )
+
+    def _to_batch(
+        self,
+        batch: BatchCollector,
+        request: ChatRequest,
+        keys: list[str],
+        missing: list[int],
+        purpose: str,
+    ) -> NoReturn:
+        """Batch mode: a recorded batch failure of a missing sample fails the request;
+        otherwise the missing samples join the batch (estimated at the batch price)."""
+        missing_keys = [keys[i] for i in missing]
+        failed = batch.failures(missing_keys, self.cache)
+        if failed:
+            key = next(k for k in missing_keys if k in failed)
+            record = failed[key]
+            where = f" ({record.source})" if record.source else ""
+            raise LLMBatchFailedError(
+                f"the batch answered with an error: {record.message}{where}",
+                status=record.status,
+            )
+        new = [k for k in missing_keys if k not in self._estimated]
+        if new:
+            self._estimated.update(new)
+            self._ledger.record_estimate(
+                purpose,
+                calls=len(new),
+                prompt_tokens=len(new) * estimate_prompt_tokens(request),
+                completion_tokens=len(new) * request.max_tokens,
+            )
+        batch.add(request, [(i, keys[i]) for i in missing], purpose)
+        raise LLMBatchPendingError(
+            f"batch mode: {len(missing)} of {request.n} sample(s) not answered yet "
+            "(added to the batch; no call made)"
         )
 
     def _ignores_n(self) -> bool:
