@@ -11,6 +11,14 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from ragtriage.cli._batch import (
+    BATCH_IN,
+    BATCH_OUT,
+    BATCH_RETRY_FAILED,
+    BATCH_SUBMIT,
+    batch_rounds,
+    open_batch,
+)
 from ragtriage.errors import InputError
 
 __all__ = ["CRITIC_FILE", "register"]
@@ -20,6 +28,7 @@ CRITIC_FILE = "critic.jsonl"
 
 def register(app: typer.Typer) -> None:
     @app.command("critic")
+    @batch_rounds
     def critic(
         source: Path = typer.Argument(
             ..., help="Run directory (with traces.jsonl) or a traces file."
@@ -41,6 +50,10 @@ def register(app: typer.Typer) -> None:
         dry_run: bool = typer.Option(
             False, "--dry-run", help="Estimate the LLM calls and tokens; call and write nothing."
         ),
+        llm_batch_out: Path | None = BATCH_OUT,
+        llm_batch_in: list[Path] | None = BATCH_IN,
+        llm_batch_submit: bool = BATCH_SUBMIT,
+        llm_batch_retry_failed: bool = BATCH_RETRY_FAILED,
     ) -> None:
         """Judge every trace Correct/Error with RAG-Critic tier-1/2/3 tags and an analysis."""
         from ragtriage.cli.diagnose import (
@@ -65,8 +78,21 @@ def register(app: typer.Typer) -> None:
         if critic_name == "rules" and reference and existing.is_file():
             diagnoses = read_diagnoses(existing)
         cfg = _config(config, base_url, model, None)
+        batch = open_batch(
+            cfg.llm,
+            out=llm_batch_out,
+            inputs=llm_batch_in,
+            submit=llm_batch_submit,
+            retry_failed=llm_batch_retry_failed,
+            cache=cache,
+            no_cache=no_cache,
+            dry_run=dry_run,
+            uses_llm=critic_name == "llm",
+        )
         runner = (
-            _runner(cfg, dry_run=dry_run, no_cache=no_cache, cache=cache)
+            batch.runner()
+            if batch is not None
+            else _runner(cfg, dry_run=dry_run, no_cache=no_cache, cache=cache)
             if critic_name == "llm"
             else None
         )
@@ -92,6 +118,8 @@ def register(app: typer.Typer) -> None:
             if runner is not None:
                 runner.close()
         console = Console()
+        if batch is not None and batch.finish():
+            return
         if dry_run:
             if runner is None:
                 console.print("the rules critic makes no LLM calls; nothing written")

@@ -207,9 +207,7 @@ def write_requests(out_dir: Path, collector: BatchCollector, cache: ResponseCach
             if cid not in kept:
                 kept[cid] = line
                 added += 1
-        stream_write_lines(
-            path, (json.dumps(obj, ensure_ascii=False, sort_keys=True) for obj in kept.values())
-        )
+        stream_write_lines(path, (json.dumps(obj, ensure_ascii=False) for obj in kept.values()))
         if collector.retry_failed:
             cache.delete_batch_failures([str(line["custom_id"]) for line in new_lines])
         cache.put_batch_requests(

@@ -1,0 +1,151 @@
+"""Batch mode of the commands (--llm-batch-out / --llm-batch-in / --llm-batch-submit)
+on a few demo-corpus traces: export -> answers by a scripted replier -> import -> ...
+-> complete run, identical to the same replies served live by the local HTTP server;
+and --llm-batch-submit against the local Batch API server, resumed after a kill."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from batch_server import answer_lines
+from llm_server import LocalLLMServer, last_user
+from ragtriage.cli import main
+
+Reply = Callable[[dict[str, Any], int], str]
+
+RUN_CFG = """\
+name: batch-test
+chunking: {strategy: sentence, size: 128, overlap: 0}
+embedding: {model: hash}
+retrieval: {mode: hybrid_rrf, top_k: 20, rrf_k: 60}
+rerank: {method: lexical, top_k: 5}
+generation: {backend: extractive, max_context_tokens: 1500}
+"""
+
+
+@pytest.fixture(autouse=True)
+def _no_llm_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("RAGTRIAGE_LLM_BASE_URL", "RAGTRIAGE_LLM_MODEL", "RAGTRIAGE_LLM_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def _cli(*args: str) -> int:
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    code = exc.value.code
+    return 0 if code is None else int(code)
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A run over the first 4 demo questions (hash embedder, extractive generator)."""
+    tmp = tmp_path_factory.mktemp("demo")
+    cfg = tmp / "cfg.yaml"
+    cfg.write_text(RUN_CFG, encoding="utf-8")
+    run = tmp / "run"
+    assert (
+        _cli(
+            "run",
+            "--demo",
+            "--config",
+            str(cfg),
+            "--out",
+            str(run),
+            "--limit",
+            "4",
+            "--no-progress",
+        )
+        == 0
+    )
+    (run / "diagnoses.jsonl").unlink(missing_ok=True)
+    yield run
+
+
+def critic_reply(body: dict[str, Any], index: int) -> str:
+    """A deterministic critic: Error with tags for the questions about the CFO, else
+    Correct."""
+    question = last_user(body).split("**Question:**")[1].split("**Passage:**")[0]
+    if "CFO" in question:
+        return json.dumps(
+            {
+                "Judgement": "Error",
+                "Error analysis": "The interim CFO is not named.",
+                "tag1": ["Incomplete Information"],
+                "tag2": ["Omission of Key Information"],
+                "tag3": ["Missing name"],
+            }
+        )
+    return '{"Judgement": "Correct"}'
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def _batch_rounds(
+    args: list[str],
+    batch_dir: Path,
+    done: Path,
+    reply: Reply,
+    capsys: pytest.CaptureFixture[str],
+    *,
+    max_rounds: int = 12,
+) -> int:
+    """Run ``args`` in batch mode round after round, answering each round's requests
+    with ``reply`` (as a Batch API output file), until ``done`` is written. Each round
+    that stops must have written nothing but the requests. Returns the rounds run."""
+    inputs: list[str] = []
+    for round_no in range(1, max_rounds + 1):
+        assert _cli(*args, "--llm-batch-out", str(batch_dir), *inputs) == 0
+        printed = capsys.readouterr().out
+        if done.exists():
+            assert "still need an answer" not in printed
+            return round_no
+        assert "nothing else was written" in printed
+        requests = _lines(batch_dir / "requests.jsonl")
+        assert len({r["custom_id"] for r in requests}) == len(requests) > 0
+        answers, _ = answer_lines(requests, reply)
+        out = batch_dir / f"out-{round_no}.jsonl"
+        out.write_text("".join(json.dumps(a) + "\n" for a in answers), encoding="utf-8")
+        inputs = ["--llm-batch-in", str(out)]
+    raise AssertionError(f"not done after {max_rounds} rounds")
+
+
+def _without(rows: list[dict[str, Any]], *keys: str) -> list[dict[str, Any]]:
+    """Rows without what differs between a live run and one served from the cache:
+    calls paid now versus served from the cache."""
+    return [{k: v for k, v in r.items() if k not in keys} for r in rows]
+
+
+def _cache_texts(path: Path) -> dict[str, str]:
+    import sqlite3
+
+    with sqlite3.connect(str(path)) as conn:
+        return dict(conn.execute("SELECT key, text FROM samples").fetchall())
+
+
+def test_critic_batch_round_trip_equals_live(
+    demo_run: Path,
+    llm_server: LocalLLMServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    llm_server.behaviour.reply = critic_reply
+    base = ["critic", str(demo_run), "--critic", "llm", "--model", "critic-model"]
+    live = [*base, "--base-url", llm_server.base_url, "--cache", str(tmp_path / "live.sqlite")]
+    assert _cli(*live, "--out", str(tmp_path / "live")) == 0
+    capsys.readouterr()
+    batch = [*base, "--cache", str(tmp_path / "b.sqlite"), "--out", str(tmp_path / "b")]
+    rounds = _batch_rounds(
+        batch, tmp_path / "batch", tmp_path / "b" / "critic.jsonl", critic_reply, capsys
+    )
+    assert rounds == 2
+    got = _lines(tmp_path / "b" / "critic.jsonl")
+    assert got == _lines(tmp_path / "live" / "critic.jsonl")
+    assert {r["judgement"] for r in got} == {"error", "correct"}
+    assert _cache_texts(tmp_path / "b.sqlite") == _cache_texts(tmp_path / "live.sqlite")
