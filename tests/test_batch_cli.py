@@ -14,6 +14,7 @@ import pytest
 
 from batch_server import answer_lines
 from llm_server import LocalLLMServer, last_user
+from metrics_helpers import metrics_reply
 from ragtriage.cli import main
 
 Reply = Callable[[dict[str, Any], int], str]
@@ -148,4 +149,28 @@ def test_critic_batch_round_trip_equals_live(
     got = _lines(tmp_path / "b" / "critic.jsonl")
     assert got == _lines(tmp_path / "live" / "critic.jsonl")
     assert {r["judgement"] for r in got} == {"error", "correct"}
+    assert _cache_texts(tmp_path / "b.sqlite") == _cache_texts(tmp_path / "live.sqlite")
+
+
+def test_evaluate_batch_round_trip_equals_live(
+    demo_run: Path,
+    llm_server: LocalLLMServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    llm_server.behaviour.reply = metrics_reply
+    base = ["evaluate", str(demo_run), "--judge", "llm", "--model", "judge-model"]
+    base += ["--embedder", "hash", "--no-g-eval", "--resamples", "50"]
+    live = [*base, "--base-url", llm_server.base_url, "--cache", str(tmp_path / "live.sqlite")]
+    assert _cli(*live, "--out", str(tmp_path / "live")) == 0
+    capsys.readouterr()
+    batch = [*base, "--cache", str(tmp_path / "b.sqlite"), "--out", str(tmp_path / "b")]
+    rounds = _batch_rounds(
+        batch, tmp_path / "batch", tmp_path / "b" / "scores.jsonl", metrics_reply, capsys
+    )
+    assert rounds == 2
+    for name in ("scores.jsonl", "metrics.json"):
+        assert (tmp_path / "b" / name).read_text() == (tmp_path / "live" / name).read_text()
+    rows = _lines(tmp_path / "b" / "scores.jsonl")
+    assert all(isinstance(r["scores"]["faithfulness"]["value"], float) for r in rows)
     assert _cache_texts(tmp_path / "b.sqlite") == _cache_texts(tmp_path / "live.sqlite")

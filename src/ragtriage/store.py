@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ragtriage.constants import DEFAULT_STORE_PATH, SERVE_EXPORT_DIR, STORE_DSN_ENV
 from ragtriage.errors import InputError, StoreError
 from ragtriage.jsonl import (
     atomic_write_text,
@@ -57,9 +58,6 @@ __all__ = [
     "resolve_run",
 ]
 
-DEFAULT_STORE_PATH = Path(".ragtriage") / "runs.sqlite"
-#: A PostgreSQL DSN here replaces the default SQLite file.
-STORE_DSN_ENV = "RAGTRIAGE_STORE_DSN"
 MANIFEST = "manifest.json"
 TRACES = "traces.jsonl"
 DIAGNOSES = "diagnoses.jsonl"
@@ -679,8 +677,6 @@ def _redact(dsn: str) -> str:
     return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", dsn)
 
 
-#: where ``ragtriage serve STORE`` writes the store's runs as run directories
-SERVE_EXPORT_DIR = Path(".ragtriage") / "serve-store"
 _EXPORT_STAMP = ".ragtriage-export.json"
 
 

@@ -6,10 +6,6 @@ from pathlib import Path
 
 import typer
 
-from ragtriage.jsonl import atomic_write_text
-from ragtriage.report.terminal import make_console, render_agreement
-from ragtriage.store import DIAGNOSES, read_diagnoses
-
 __all__ = ["register"]
 
 
@@ -56,6 +52,9 @@ def register(app: typer.Typer) -> None:
             read_labels,
             report_json,
         )
+        from ragtriage.jsonl import atomic_write_text
+        from ragtriage.report.terminal import make_console, render_agreement
+        from ragtriage.store import DIAGNOSES, read_diagnoses
 
         dpath = diagnoses / DIAGNOSES if diagnoses.is_dir() else diagnoses
         human = labels_of_split(read_labels(labels), split, path=str(labels))
@@ -72,7 +71,9 @@ def _agree_labels(source: Path, labels: Path, json_path: Path | None) -> None:
 
     from rich.table import Table
 
+    from ragtriage.jsonl import atomic_write_text
     from ragtriage.know import label_agreement, read_label_column
+    from ragtriage.report.terminal import make_console
 
     path = source / "labels.jsonl" if source.is_dir() else source
     machine = read_label_column(path)

@@ -16,6 +16,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from ragtriage.cli._batch import (
+    BATCH_IN,
+    BATCH_OUT,
+    BATCH_RETRY_FAILED,
+    BATCH_SUBMIT,
+    batch_rounds,
+    open_batch,
+)
 from ragtriage.errors import InputError
 from ragtriage.jsonl import atomic_write_text
 
@@ -144,6 +152,7 @@ def _print_lowest(rows: list[dict[str, Any]], console: Console, n: int = 5) -> N
 
 def register(app: typer.Typer) -> None:
     @app.command("evaluate")
+    @batch_rounds
     def evaluate(
         source: Path = typer.Argument(
             ..., help="Run directory (with traces.jsonl) or a traces JSONL."
@@ -191,6 +200,10 @@ def register(app: typer.Typer) -> None:
         batch_size: int = typer.Option(
             256, "--batch-size", min=1, help="Traces per Ray task (--executor ray)."
         ),
+        llm_batch_out: Path | None = BATCH_OUT,
+        llm_batch_in: list[Path] | None = BATCH_IN,
+        llm_batch_submit: bool = BATCH_SUBMIT,
+        llm_batch_retry_failed: bool = BATCH_RETRY_FAILED,
     ) -> None:
         """Score answers and contexts: faithfulness, answer relevancy, context precision@k,
         context recall, exact match, F1, ROUGE-L, semantic similarity, latency and cost."""
@@ -209,7 +222,9 @@ def register(app: typer.Typer) -> None:
             raise InputError(f"expected one of {', '.join(JUDGES)}", field="--judge")
         cfg = _config(config, base_url, model, None)
         cfg = cfg.model_copy(update={"llm": cfg.llm.with_env()})
-        use_llm = judge == "llm" or (judge == "auto" and cfg.llm.configured)
+        use_llm = judge == "llm" or (
+            judge == "auto" and (cfg.llm.configured or llm_batch_out is not None)
+        )
         from ragtriage.errors import ConfigError
         from ragtriage.executors import parse_executor
 
@@ -222,10 +237,27 @@ def register(app: typer.Typer) -> None:
             else cfg.embedding.model_copy(update={"model": embedder})
         )
         emb = make_embedder(emb_cfg)
+        batch = open_batch(
+            cfg.llm,
+            out=llm_batch_out,
+            inputs=llm_batch_in,
+            submit=llm_batch_submit,
+            retry_failed=llm_batch_retry_failed,
+            cache=cache,
+            no_cache=no_cache,
+            dry_run=dry_run,
+            uses_llm=use_llm,
+        )
+        if batch is not None and ex.is_ray:
+            raise ConfigError("batch mode runs on the local executor", field="--executor")
         runner = None
         the_judge: TraceJudge
         if use_llm:
-            runner = _runner(cfg, dry_run=dry_run, no_cache=no_cache, cache=cache)
+            runner = (
+                batch.runner()
+                if batch is not None
+                else _runner(cfg, dry_run=dry_run, no_cache=no_cache, cache=cache)
+            )
             the_judge = LLMTraceJudge(runner)
         else:
             if dry_run:
@@ -289,6 +321,8 @@ def register(app: typer.Typer) -> None:
                 price_per_1k_completion=cfg.llm.price_per_1k_completion,
                 extra=extra,
             )
+            if batch is not None and batch.finish():
+                return
             if runner is not None and dry_run:
                 t = runner.ledger.summary().total
                 console.print(

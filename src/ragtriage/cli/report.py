@@ -6,17 +6,7 @@ from pathlib import Path
 
 import typer
 
-from ragtriage.report.aggregate import summarize
-from ragtriage.report.export import write_csv, write_json
-from ragtriage.report.html import DEFAULT_MAX_EXAMPLES, write_html
-from ragtriage.report.metrics_view import load_run_metrics
-from ragtriage.report.terminal import (
-    make_console,
-    render_headline,
-    render_metrics,
-    render_summary,
-)
-from ragtriage.store import load_run_dir
+from ragtriage.constants import DEFAULT_MAX_EXAMPLES
 
 __all__ = ["register"]
 
@@ -60,6 +50,19 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Write an offline HTML report of a diagnosed run; exit 2 on bad input."""
+        # the report's modules load here, not with the CLI (``ragtriage --help`` stays light)
+        from ragtriage.report.aggregate import summarize
+        from ragtriage.report.export import write_csv, write_json
+        from ragtriage.report.html import write_html
+        from ragtriage.report.metrics_view import load_run_metrics
+        from ragtriage.report.terminal import (
+            make_console,
+            render_headline,
+            render_metrics,
+            render_summary,
+        )
+        from ragtriage.store import load_run_dir
+
         run = load_run_dir(run_dir, diagnoses)
         summary = summarize(run.diagnoses, run.traces)
         metrics = load_run_metrics(run_dir, scores)

@@ -8,19 +8,8 @@ from pathlib import Path
 
 import typer
 
+from ragtriage.constants import DEFAULT_STORE_PATH, STORE_DSN_ENV
 from ragtriage.errors import InputError
-from ragtriage.jsonl import atomic_write_text
-from ragtriage.report.aggregate import summarize
-from ragtriage.report.compare import compare_summaries, evaluate_gate, parse_gate
-from ragtriage.report.terminal import make_console, render_comparison, render_runs, render_trend
-from ragtriage.store import (
-    DEFAULT_STORE_PATH,
-    STORE_DSN_ENV,
-    RunStore,
-    default_store,
-    load_run_dir,
-    resolve_run,
-)
 
 __all__ = ["register"]
 
@@ -31,6 +20,8 @@ _STORE_HELP = (
 
 
 def _store(store: str | None) -> str | Path:
+    from ragtriage.store import default_store
+
     return store if store else default_store()
 
 
@@ -47,6 +38,8 @@ def register(app: typer.Typer) -> None:
         store: str | None = typer.Option(None, "--store", help=_STORE_HELP),
     ) -> None:
         """Import run directories (idempotent: the same run again changes nothing)."""
+        from ragtriage.store import RunStore, load_run_dir
+
         if diagnoses is not None and len(run_dirs) != 1:
             raise InputError("--diagnoses needs exactly one run directory", field="--diagnoses")
         runs = [load_run_dir(d, diagnoses, require_diagnoses=False) for d in run_dirs]
@@ -64,6 +57,9 @@ def register(app: typer.Typer) -> None:
         store: str | None = typer.Option(None, "--store", help=_STORE_HELP),
     ) -> None:
         """List stored runs, oldest first."""
+        from ragtriage.report.terminal import make_console, render_runs
+        from ragtriage.store import RunStore
+
         with RunStore(_store(store), create=False) as st:
             render_runs(st.list_runs(), make_console())
 
@@ -74,6 +70,10 @@ def register(app: typer.Typer) -> None:
         json_path: Path | None = typer.Option(None, "--json", help="Also write the rows as JSON."),
     ) -> None:
         """Failure-stage distribution across runs over time."""
+        from ragtriage.jsonl import atomic_write_text
+        from ragtriage.report.terminal import make_console, render_trend
+        from ragtriage.store import RunStore
+
         with RunStore(_store(store), create=False) as st:
             rows = st.trend(run_ids or None)
         render_trend(rows, make_console())
@@ -109,6 +109,11 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Before/after table (seed 000 Table 2 with Impr.) and CI gates on the deltas."""
         from ragtriage.cli._metric_compare import metric_gates_of, run_metric_gates
+        from ragtriage.jsonl import atomic_write_text
+        from ragtriage.report.aggregate import summarize
+        from ragtriage.report.compare import compare_summaries, evaluate_gate, parse_gate
+        from ragtriage.report.terminal import make_console, render_comparison
+        from ragtriage.store import resolve_run
 
         metric_gates, diag_gate_texts = metric_gates_of(gate or [])
         gates = [parse_gate(g) for g in diag_gate_texts]

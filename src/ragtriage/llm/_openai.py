@@ -26,9 +26,7 @@ import functools
 import ssl
 import time
 from collections.abc import Mapping
-from typing import Any
-
-import openai
+from typing import TYPE_CHECKING, Any
 
 from ragtriage.config import LLMConfig
 from ragtriage.errors import ConfigError, LLMError, LLMTimeoutError
@@ -42,6 +40,9 @@ from ragtriage.llm._errors import (
 )
 from ragtriage.llm._payload import chat_payload
 from ragtriage.llm._tokens import estimate_prompt_tokens, estimate_tokens
+
+if TYPE_CHECKING:  # the SDK (with httpx and aiohttp, ~1 s) is imported when a call is made
+    import openai
 
 __all__ = ["OpenAICompatible", "client_from_config", "translate_openai_error"]
 
@@ -62,6 +63,8 @@ def client_from_config(
 
 def translate_openai_error(exc: Exception) -> LLMError:
     """Map an OpenAI SDK exception onto the ragtriage LLM error tree."""
+    import openai
+
     if isinstance(exc, openai.APITimeoutError):
         lost = _lost_connection(exc)
         if lost is not None:
@@ -122,6 +125,8 @@ def _http_client(config: LLMConfig) -> Any:
     which closes itself from ``__del__`` as a task on whatever loop is running (failing
     with "Event loop is closed" when the pool belongs to an earlier loop).
     """
+    import openai
+
     kind = config.http_transport
     if kind in ("auto", "aiohttp"):
         factory = getattr(openai, "DefaultAioHttpClient", None)
@@ -240,6 +245,8 @@ class OpenAICompatible:
     def _bound(self) -> tuple[openai.AsyncOpenAI | DirectHTTP, asyncio.Semaphore]:
         """The SDK client (or direct session) and gate for the running loop (connection
         pools are per loop)."""
+        import openai
+
         loop = asyncio.get_running_loop()
         if self._sdk is None or self._gate is None or self._loop is not loop:
             self._sdk = (
@@ -353,6 +360,8 @@ class OpenAICompatible:
             if isinstance(sdk, DirectHTTP):
                 body: object = await sdk.post("/chat/completions", payload)
             else:
+                import openai
+
                 try:
                     # The SDK's generic ``post`` (its documented way to call any route)
                     # skips the typed request transform and response model construction,

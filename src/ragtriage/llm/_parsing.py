@@ -15,7 +15,6 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any, Literal, TypeVar
 
-import json_repair
 from pydantic import BaseModel, ValidationError
 from rapidfuzz import fuzz
 
@@ -150,6 +149,8 @@ def _parse_json(text: str) -> tuple[dict[str, Any] | None, ParseOutcome]:
         value = _embedded_object(candidate)
         if value is not None:
             return value, "ok"
+    import json_repair  # only when plain parsing failed
+
     for candidate in candidates:
         start = candidate.find("{")
         if start == -1:

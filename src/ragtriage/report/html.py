@@ -13,9 +13,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
+from ragtriage.constants import DEFAULT_MAX_EXAMPLES
 from ragtriage.jsonl import atomic_write_text
 from ragtriage.records import ERROR_TYPE_NAMES, Chunk, Diagnosis, ErrorType, Hit, Stage, Trace
 from ragtriage.report import svg
@@ -23,7 +23,9 @@ from ragtriage.report._fmt import fmt_float, fmt_int, fmt_pct
 from ragtriage.report.aggregate import Summary, dedupe_diagnoses, mode_vote_count
 from ragtriage.report.terminal import headline
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # Jinja2 is imported when a page is rendered (_environment)
+    from jinja2 import Environment
+
     from ragtriage.calibrate.agreement import AgreementReport
     from ragtriage.report.metrics_view import RunMetrics
 
@@ -41,7 +43,6 @@ MAX_CHUNK_CHARS = 1500
 #: of this length; GT chunks are in full in the GT-document list, context chunks in the
 #: context list.
 PREVIEW_CHARS = 240
-DEFAULT_MAX_EXAMPLES = 300
 
 
 @dataclass(frozen=True)
@@ -312,6 +313,8 @@ def _charts(summary: Summary) -> dict[str, Markup]:
 def _environment(package: str = "ragtriage.report") -> Environment:
     """Autoescaped, strict Jinja2 over ``package``'s ``templates`` folder (the report's;
     ``ragtriage serve`` uses it for its own), with the formatting filters."""
+    from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
     env = Environment(
         loader=PackageLoader(package, "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
