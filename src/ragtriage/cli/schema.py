@@ -8,8 +8,6 @@ from pathlib import Path
 import typer
 
 from ragtriage.errors import InputError
-from ragtriage.formats import KINDS, json_schema
-from ragtriage.jsonl import atomic_write_text
 
 __all__ = ["register"]
 
@@ -23,6 +21,9 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Print the JSON Schema of a record format (generated from the records)."""
+        from ragtriage.formats import KINDS, json_schema
+        from ragtriage.jsonl import atomic_write_text
+
         kinds = sorted(KINDS) if kind == "all" else [kind]
         for k in kinds:
             if k not in KINDS:

@@ -7,7 +7,6 @@ from pathlib import Path
 import typer
 
 from ragtriage.errors import InputError
-from ragtriage.formats import KINDS, detect_kind, validate_file
 
 __all__ = ["register"]
 
@@ -23,6 +22,9 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Check record files; every error names file:line:field. Exit 2 on bad input."""
+        # the record models load here, not with the CLI (``ragtriage --help`` stays light)
+        from ragtriage.formats import detect_kind, validate_file
+
         for given in files:
             for path in _record_files(given):
                 k = detect_kind(path) if kind == "auto" else kind
@@ -33,6 +35,8 @@ def register(app: typer.Typer) -> None:
 def _record_files(path: Path) -> list[Path]:
     """A file as is; a run directory's record files (documents, examples, traces,
     diagnoses ``.jsonl``, those present)."""
+    from ragtriage.formats import KINDS
+
     if not path.is_dir():
         return [path]
     found = [path / f"{k}.jsonl" for k in KINDS if (path / f"{k}.jsonl").is_file()]
