@@ -174,3 +174,87 @@ def test_evaluate_batch_round_trip_equals_live(
     rows = _lines(tmp_path / "b" / "scores.jsonl")
     assert all(isinstance(r["scores"]["faithfulness"]["value"], float) for r in rows)
     assert _cache_texts(tmp_path / "b.sqlite") == _cache_texts(tmp_path / "live.sqlite")
+
+
+def label_reply(body: dict[str, Any], index: int) -> str:
+    label = "reasoning" if "Who " in last_user(body) else "fact_single"
+    return json.dumps({"label_name": label, "reason": f"seed {body.get('seed')}"})
+
+
+def test_label_batch_round_trip_equals_live(
+    llm_server: LocalLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    llm_server.behaviour.reply = label_reply
+    base = ["label", "demo", "--labeller", "llm", "--limit", "4", "-k", "3"]
+    cfg = tmp_path / "llm.yaml"
+    cfg.write_text("llm: {model: labeller}\n", encoding="utf-8")
+    base += ["--config", str(cfg)]
+    live_cfg = tmp_path / "live.yaml"
+    live_cfg.write_text(f"llm: {{model: labeller, base_url: '{llm_server.base_url}'}}\n")
+    live = [*base[:-2], "--config", str(live_cfg), "--cache", str(tmp_path / "live.sqlite")]
+    assert _cli(*live, "--out", str(tmp_path / "live")) == 0
+    capsys.readouterr()
+    batch = [*base, "--cache", str(tmp_path / "b.sqlite"), "--out", str(tmp_path / "b")]
+    rounds = _batch_rounds(
+        batch, tmp_path / "batch", tmp_path / "b" / "labels.jsonl", label_reply, capsys
+    )
+    assert rounds == 2
+    got = _lines(tmp_path / "b" / "labels.jsonl")
+    assert got == _lines(tmp_path / "live" / "labels.jsonl")
+    assert {r["label"] for r in got} == {"reasoning", "fact_single"}
+
+
+def mine_reply(body: dict[str, Any], index: int) -> str:
+    prompt = last_user(body)
+    if "Golden Answer" in prompt:
+        return '{"Judgement": "incorrect", "Error analysis": "The answer misses the point."}'
+    if "tagging system" in prompt:
+        return (
+            '[{"tag": "Missing Point", "explanation": "x"}, {"tag": "Vague", "explanation": "y"}]'
+        )
+    return "Incomplete Answers"
+
+
+def test_mine_batch_rounds_follow_the_cascade(
+    demo_run: Path, llm_server: LocalLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    llm_server.behaviour.reply = mine_reply
+    base = ["mine", str(demo_run), "--llm", "--model", "m", "--embedding", "hash"]
+    base += ["--clusters", "2"]
+    live = [*base, "--base-url", llm_server.base_url, "--cache", str(tmp_path / "live.sqlite")]
+    assert _cli(*live, "--out", str(tmp_path / "live.yaml")) == 0
+    capsys.readouterr()
+    batch = [*base, "--cache", str(tmp_path / "b.sqlite"), "--out", str(tmp_path / "b.yaml")]
+    rounds = _batch_rounds(batch, tmp_path / "batch", tmp_path / "b.yaml", mine_reply, capsys)
+    # rationales, then tags, then the cluster names (asked only once the tags are known)
+    assert rounds == 4
+    assert (tmp_path / "b.yaml").read_text() == (tmp_path / "live.yaml").read_text()
+    assert "Incomplete Answers" in (tmp_path / "b.yaml").read_text()
+    assert _cache_texts(tmp_path / "b.sqlite") == _cache_texts(tmp_path / "live.sqlite")
+
+
+def planner_reply(body: dict[str, Any], index: int) -> str:
+    return "```python\nanswer = GenerateAnswer(query, docs + Retrieval(query, 3))\n```"
+
+
+def test_correct_batch_rounds_plan_attempt_after_attempt(
+    demo_run: Path, llm_server: LocalLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    llm_server.behaviour.reply = planner_reply
+    base = ["correct", str(demo_run), "--planner", "llm", "--model", "planner"]
+    base += ["--iterations", "2"]
+    live = [*base, "--base-url", llm_server.base_url, "--cache", str(tmp_path / "live.sqlite")]
+    assert _cli(*live, "--out", str(tmp_path / "live")) == 0
+    capsys.readouterr()
+    batch = [*base, "--cache", str(tmp_path / "b.sqlite"), "--out", str(tmp_path / "b")]
+    rounds = _batch_rounds(
+        batch, tmp_path / "batch", tmp_path / "b" / "traces.jsonl", planner_reply, capsys
+    )
+    assert rounds >= 2
+    assert _cache_texts(tmp_path / "b.sqlite") == _cache_texts(tmp_path / "live.sqlite")
+
+    def attempts(path: Path) -> list[Any]:
+        return [t["metadata"].get("correction") for t in _lines(path / "traces.jsonl")]
+
+    assert attempts(tmp_path / "b") == attempts(tmp_path / "live")
+    assert any(a for a in attempts(tmp_path / "b"))

@@ -219,3 +219,160 @@ def test_resume_keeps_the_lines_after_a_corrupt_one_and_says_so(
     assert "1 new, 3 total" in out
     ids = [d.example_id for d in read_records(path, Diagnosis)]
     assert sorted(ids) == ["gen", "ok", "ret"] and ids[-1] == broken_id
+
+
+def _traces_file(tmp_path: Path, traces: list[Trace] | None = None, name: str = "t") -> Path:
+    src = tmp_path / "exported"
+    src.mkdir(exist_ok=True)
+    path = src / f"{name}.jsonl"
+    write_jsonl(path, traces if traces is not None else _traces())
+    return path
+
+
+def _rules(*args: str) -> int:
+    return _cli("diagnose", *args, "--no-progress", "--workers", "1")
+
+
+def test_a_diagnosed_traces_file_is_a_run_that_report_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import hashlib
+
+    src = _traces_file(tmp_path)
+    out = tmp_path / "runs" / "mine"
+    assert _rules(str(src), "--out", str(out)) == 0
+    printed = capsys.readouterr().out
+    assert f"traces copied from {src}" in printed
+    # the traces are copied byte for byte, the manifest says where they came from
+    assert (out / "traces.jsonl").read_bytes() == src.read_bytes()
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    origin = manifest["traces_from"]
+    assert manifest["kind"] == "diagnosed" and manifest["run_id"] == "run1"
+    assert origin["path"] == str(src.resolve()) and origin["traces"] == 3
+    assert origin["sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()
+    assert "ragtriage run" in origin["how"]
+    # the run stays whole when the folders move: nothing points back at the source
+    moved = tmp_path / "elsewhere"
+    out.rename(moved)
+    src.unlink()
+    assert _cli("report", str(moved)) == 0
+    html = (moved / "report.html").read_text(encoding="utf-8")
+    assert f"copied from {src.resolve()}" in html and "run1" in html
+    # diagnosing the same file into it again resumes and keeps the manifest
+    write_jsonl(src, _traces())
+    before = (moved / "manifest.json").read_bytes()
+    capsys.readouterr()
+    assert _rules(str(src), "--out", str(moved)) == 0
+    assert "resuming: 3 of 3 already diagnosed" in capsys.readouterr().out
+    assert (moved / "manifest.json").read_bytes() == before
+
+
+def test_out_holding_other_traces_is_refused_unless_diagnose_made_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = _traces_file(tmp_path, name="first")
+    other = [t.model_copy(update={"run_id": "run-2"}) for t in _traces()[:2]]
+    second = _traces_file(tmp_path, other, name="second")
+    out = tmp_path / "d"
+    assert _rules(str(first), "--out", str(out)) == 0
+    capsys.readouterr()
+    assert _rules(str(second), "--out", str(out)) == 2
+    err = capsys.readouterr().err
+    assert "already holds other traces" in err and "--overwrite" in err
+    assert (out / "traces.jsonl").read_bytes() == first.read_bytes()
+    # a run `diagnose` made is replaced whole with --overwrite
+    assert _rules(str(second), "--out", str(out), "--overwrite") == 0
+    assert (out / "traces.jsonl").read_bytes() == second.read_bytes()
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["run_id"] == "run-2" and manifest["traces_from"]["traces"] == 2
+    assert {d.run_id for d in read_records(out / "diagnoses.jsonl", Diagnosis)} == {"run-2"}
+    assert _cli("report", str(out)) == 0
+
+
+def test_out_equal_to_a_run_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = _run_dir(tmp_path)
+    manifest = {"schema": 1, "kind": "run", "run_id": "run-1", "config": {"k": 1}}
+    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    kept = (run / "manifest.json").read_bytes()
+    # the run's own traces file, or a byte-identical copy: diagnosed there, nothing added
+    assert _rules(str(run / "traces.jsonl"), "--out", str(run)) == 0
+    copy = _traces_file(tmp_path)
+    assert copy.read_bytes() == (run / "traces.jsonl").read_bytes()
+    assert _rules(str(copy), "--out", str(run)) == 0
+    assert (run / "manifest.json").read_bytes() == kept
+    assert sorted(p.name for p in run.iterdir() if not p.name.startswith(".")) == [
+        "diagnoses.jsonl",
+        "manifest.json",
+        "traces.jsonl",
+    ]
+    # other traces never replace a run's, --overwrite or not
+    capsys.readouterr()
+    other = _traces_file(tmp_path, _traces()[:1], name="other")
+    for extra in ((), ("--overwrite",)):
+        assert _rules(str(other), "--out", str(run), *extra) == 2
+        assert "a run directory's traces are never replaced" in capsys.readouterr().err
+    assert len(list(read_records(run / "diagnoses.jsonl", Diagnosis))) == 3
+    # a run diagnosed into another folder: its manifest (config) goes with the copy
+    elsewhere = tmp_path / "copy"
+    assert _rules(str(run), "--out", str(elsewhere)) == 0
+    copied = json.loads((elsewhere / "manifest.json").read_text(encoding="utf-8"))
+    assert copied["config"] == {"k": 1} and copied["kind"] == "run"
+    assert copied["traces_from"]["run_dir"] == str(run.resolve())
+
+
+def test_a_run_diagnosed_in_place_is_left_as_it_was(tmp_path: Path) -> None:
+    run = _run_dir(tmp_path)
+    assert _rules(str(run)) == 0
+    assert sorted(p.name for p in run.iterdir() if not p.name.startswith(".")) == [
+        "diagnoses.jsonl",
+        "traces.jsonl",
+    ]
+    # no manifest: report reads the run from its files and says so
+    assert _cli("report", str(run)) == 0
+    html = (run / "report.html").read_text(encoding="utf-8")
+    assert "none, read from the files" in html
+
+
+def test_diagnoses_left_without_traces_are_refused_then_completed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # what `diagnose FILE --out DIR` used to leave: diagnoses.jsonl alone
+    src = _traces_file(tmp_path)
+    legacy = tmp_path / "legacy"
+    assert _rules(str(src), "--out", str(legacy)) == 0
+    (legacy / "traces.jsonl").unlink()
+    (legacy / "manifest.json").unlink()
+    capsys.readouterr()
+    assert _cli("report", str(legacy)) == 2
+    err = capsys.readouterr().err
+    assert "diagnoses.jsonl but no traces.jsonl" in err and "--out DIR" in err
+    # diagnosing the traces into it again resumes the diagnoses and completes the run
+    assert _rules(str(src), "--out", str(legacy)) == 0
+    assert "resuming: 3 of 3" in capsys.readouterr().out
+    assert _cli("report", str(legacy)) == 0
+
+
+def test_dry_run_into_a_new_folder_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = _traces_file(tmp_path)
+    out = tmp_path / "new"
+    assert _rules(str(src), "--out", str(out), "--dry-run") == 0
+    assert "would copy" in capsys.readouterr().out
+    assert not out.exists()
+
+
+def test_a_traces_file_without_out_makes_its_folder_a_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = _traces_file(tmp_path)
+    assert _rules(str(src)) == 0
+    folder = src.parent
+    assert (folder / "traces.jsonl").read_bytes() == src.read_bytes()
+    assert json.loads((folder / "manifest.json").read_text(encoding="utf-8"))["traces_from"]
+    assert _cli("report", str(folder)) == 0
+    # a second traces file there would mix two runs: refused, naming --out
+    other = _traces_file(tmp_path, _traces()[:1], name="other")
+    capsys.readouterr()
+    assert _rules(str(other)) == 2
+    assert "pass --overwrite" in capsys.readouterr().err

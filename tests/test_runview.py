@@ -20,7 +20,14 @@ from ragtriage.errors import InputError
 from ragtriage.jsonl import iter_json_lines
 from ragtriage.records import Diagnosis, Trace
 from ragtriage.report.aggregate import summarize
-from ragtriage.runview import INDEX_DIR, RunView, TraceFilter, discover_runs, resolve_key
+from ragtriage.runview import (
+    INDEX_DIR,
+    RunView,
+    TraceFilter,
+    discover,
+    discover_runs,
+    resolve_key,
+)
 from ragtriage.runview._index import load_or_build
 from runview_helpers import QTYPES, random_run
 
@@ -368,6 +375,11 @@ def test_discovery_is_confined_to_roots(tmp_path: Path) -> None:
     # a root that is itself a run is listed under its own name
     solo = discover_runs([root / "b"])
     assert [e.key for e in solo] == ["b"] and resolve_key([root / "b"], "b") == root / "b"
+    # the link is passed over, and said so
+    skipped = discover([root]).skipped
+    assert [(d.path, d.reason.split(":")[0]) for d in skipped] == [
+        (root / "link", "a symbolic link")
+    ]
 
 
 def test_child_process_build_is_the_same_index(tmp_path: Path) -> None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +18,9 @@ from starlette.testclient import TestClient
 from _reportdata import INJECTION, dated_runs, make_trace, sample_records, write_run
 from ragtriage.calibrate.agreement import agreement, read_labels
 from ragtriage.cli import main
+from ragtriage.jsonl import write_jsonl
 from ragtriage.records import Trace
+from ragtriage.runview import scan_roots
 from ragtriage.serve import create_app
 from ragtriage.store import read_diagnoses
 
@@ -381,3 +386,108 @@ def test_trace_page_shows_the_critic_verdict(tmp_path: Path) -> None:
     assert 'id="sec-critic"' in html and "Incomplete Information" in html
     assert XSS not in html and "&lt;img src=x onerror=alert(2)&gt;" in html
     assert 'id="sec-critic"' not in client.get("/runs/r/traces/t-q7").text
+
+
+def _cli_code(*args: str) -> int:
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    return 0 if exc.value.code is None else int(exc.value.code)
+
+
+def test_a_diagnosed_traces_file_is_served(tmp_path: Path) -> None:
+    traces, _ = sample_records()
+    src = tmp_path / "exported" / "t.jsonl"
+    src.parent.mkdir()
+    write_jsonl(src, traces)
+    root = tmp_path / "runs"
+    out = root / "mine"
+    assert (
+        _cli_code("diagnose", str(src), "--out", str(out), "--no-progress", "--workers", "1") == 0
+    )
+    assert _cli_code("report", str(out)) == 0
+    client = TestClient(create_app([root]))
+    index = client.get("/")
+    assert 'href="/runs/mine"' in index.text and 'id="skipped"' not in index.text
+    assert f"traces: copied from {src.resolve()}" in index.text
+    run = client.get("/runs/mine")
+    assert run.status_code == 200 and run.text.count('class="trace-row"') == 10
+    for t in traces:
+        page = client.get(f"/runs/mine/traces/{t.trace_id}")
+        assert page.status_code == 200 and t.example.query[:20] in html.unescape(page.text)
+
+
+def _odd_folders(root: Path) -> None:
+    """A run without a manifest (served), and folders that are not runs."""
+    traces, diags = sample_records()
+    write_run(root / "nomanifest", "x", traces, diags)
+    (root / "nomanifest" / "manifest.json").unlink()
+    (root / "legacy").mkdir(parents=True)
+    write_jsonl(root / "legacy" / "diagnoses.jsonl", diags)
+    write_run(root / "badmanifest", "bad", traces, diags)
+    (root / "badmanifest" / "manifest.json").write_text('{"created_at": "x"}', encoding="utf-8")
+    write_run(root / "a" / "b" / "c" / "d" / "deep", "deep", traces, diags)
+
+
+def test_report_and_serve_accept_and_refuse_the_same_folders(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "runs"
+    _odd_folders(root)
+    client = TestClient(create_app([root]))
+    index = client.get("/").text
+    # traces + diagnoses without a manifest: a run for both, its manifest read from the files
+    assert 'href="/runs/nomanifest"' in index and "manifest: none, read from the files" in index
+    assert client.get("/runs/nomanifest").status_code == 200
+    assert client.get("/runs/nomanifest/traces/t-q8").status_code == 200
+    capsys.readouterr()
+    assert _cli_code("report", str(root / "nomanifest")) == 0
+    html_report = (root / "nomanifest" / "report.html").read_text(encoding="utf-8")
+    assert "none, read from the files" in html_report
+    # the others: listed as skipped with the reason `report` gives
+    skipped = {d.path.name: d.reason for d in scan_roots([root])}
+    assert sorted(skipped) == ["badmanifest", "deep", "legacy"]
+    assert 'id="skipped"' in index
+    for name, reason in skipped.items():
+        assert f'data-skipped="{root / name}"' in index or name == "deep"
+        assert html.escape(reason) in index
+    assert "diagnoses.jsonl but no traces.jsonl" in skipped["legacy"]
+    assert "run_id" in skipped["badmanifest"] and "more than 4 folders" in skipped["deep"]
+    for name in ("legacy", "badmanifest"):
+        capsys.readouterr()
+        assert _cli_code("report", str(root / name)) == 2
+        assert f"error: {skipped[name]}" in capsys.readouterr().err
+    # a link to a skipped folder says why it is not a run
+    gone = client.get("/runs/legacy", headers={"accept": "text/html"})
+    assert gone.status_code == 404 and html.escape(skipped["legacy"]) in gone.text
+    refused = client.get("/runs/badmanifest")
+    assert refused.status_code == 422 and "missing or empty run id" in refused.text
+
+
+def test_serve_prints_the_skipped_folders_at_start_up(tmp_path: Path) -> None:
+    from ragtriage.serve._browser import free_port
+
+    root = tmp_path / "runs"
+    _odd_folders(root)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragtriage", "serve", str(root), "--port", str(free_port())],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: list[str] = []
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("open http"):
+                break
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        if proc.stdout is not None:
+            proc.stdout.close()
+    printed = "".join(lines)
+    assert any(line.startswith("open http") for line in lines), printed
+    for d in scan_roots([root]):
+        assert f"skipped {d.path}: {d.reason}\n" in printed
+    assert "nomanifest" not in printed

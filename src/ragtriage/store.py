@@ -39,6 +39,7 @@ from ragtriage.jsonl import (
 )
 from ragtriage.records import Diagnosis, Trace
 from ragtriage.report.aggregate import Summary, summarize
+from ragtriage.rundir import check_run_dir, diagnosis_mismatch, run_note
 
 __all__ = [
     "DEFAULT_STORE_PATH",
@@ -127,6 +128,9 @@ class RunData:
             out["name"] = self.name
         if self.config_hash:
             out["config"] = self.config_hash[:12]
+        note = run_note(self.manifest)
+        if note is not None:
+            out[note[0]] = note[1]
         return out
 
 
@@ -198,26 +202,6 @@ def _read_traces(path: Path) -> list[Trace]:
     return out
 
 
-def _read_manifest(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read run manifest: {exc.strerror}", path=str(path)) from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", path=str(path), line=exc.lineno) from exc
-    if not isinstance(data, dict):
-        raise InputError("expected a JSON object", path=str(path))
-    run_id = data.get("run_id")
-    if not isinstance(run_id, str) or not run_id.strip():
-        raise InputError("missing or empty run id", path=str(path), field="run_id")
-    for key, kind in (("config", dict), ("created_at", str), ("config_hash", str), ("name", str)):
-        if key in data and data[key] is not None and not isinstance(data[key], kind):
-            raise InputError(f"expected {kind.__name__}", path=str(path), field=key)
-    return data
-
-
 def load_run_dir(
     path: str | Path,
     diagnoses_path: str | Path | None = None,
@@ -227,14 +211,9 @@ def load_run_dir(
     """Read a run directory. Without ``diagnoses.jsonl`` (and no ``diagnoses_path``),
     raise unless ``require_diagnoses`` is false."""
     root = Path(path)
-    if not root.is_dir():
-        raise InputError("not a run directory", path=str(root))
-    manifest_path = root / MANIFEST
-    manifest = _read_manifest(manifest_path)
-    traces_path = root / TRACES
-    if not traces_path.is_file():
-        raise InputError("run directory has no traces.jsonl", path=str(traces_path))
-    traces = tuple(_read_traces(traces_path))
+    checked = check_run_dir(root)  # the rule `ragtriage serve` applies too
+    manifest = checked.manifest
+    traces = tuple(_read_traces(checked.traces))
     dpath = Path(diagnoses_path) if diagnoses_path is not None else root / DIAGNOSES
     has_diagnoses = dpath.is_file()
     if not has_diagnoses and (require_diagnoses or diagnoses_path is not None):
@@ -245,7 +224,7 @@ def load_run_dir(
     diagnoses = tuple(read_diagnoses(dpath)) if has_diagnoses else ()
     _check_diagnoses_match(dpath, diagnoses, traces)
     created = manifest.get("created_at") or datetime.fromtimestamp(
-        manifest_path.stat().st_mtime, tz=UTC
+        (root / MANIFEST).stat().st_mtime, tz=UTC
     ).isoformat(timespec="seconds")
     run_id = str(manifest["run_id"])
     return RunData(
@@ -269,22 +248,9 @@ def _check_diagnoses_match(
     would be reported as this run's: refuse them."""
     by_example = {t.example.example_id: t.run_id for t in traces}
     for d in diagnoses:
-        if d.example_id not in by_example:
-            raise InputError(
-                f"diagnosis of example {d.example_id!r}, which this run's traces do not "
-                "have: these diagnoses belong to another run (run `ragtriage diagnose` "
-                "on this run)",
-                path=str(dpath),
-                field="example_id",
-            )
-        run_id = by_example[d.example_id]
-        if d.run_id and run_id and d.run_id != run_id:
-            raise InputError(
-                f"diagnoses of run {d.run_id!r}, but the traces are run {run_id!r} "
-                "(re-run `ragtriage diagnose --overwrite` on this run)",
-                path=str(dpath),
-                field="run_id",
-            )
+        wrong = diagnosis_mismatch(d.example_id, d.run_id, by_example)
+        if wrong is not None:
+            raise InputError(wrong[0], path=str(dpath), field=wrong[1])
 
 
 def _content_hash(run: RunData) -> str:

@@ -15,6 +15,14 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from ragtriage.cli._batch import (
+    BATCH_IN,
+    BATCH_OUT,
+    BATCH_RETRY_FAILED,
+    BATCH_SUBMIT,
+    batch_rounds,
+    open_batch,
+)
 from ragtriage.errors import InputError
 
 __all__ = ["register"]
@@ -22,6 +30,7 @@ __all__ = ["register"]
 
 def register(app: typer.Typer) -> None:
     @app.command("correct")
+    @batch_rounds
     def correct(
         run: Path = typer.Argument(..., help="Run directory (manifest.json + traces.jsonl)."),
         out: Path = typer.Option(..., "--out", help="Directory of the corrected run."),
@@ -36,6 +45,10 @@ def register(app: typer.Typer) -> None:
         cache: Path | None = typer.Option(None, "--cache", help="LLM cache file."),
         max_steps: int = typer.Option(2000, "--max-steps", min=1, help="Executor step budget."),
         timeout_s: float = typer.Option(60.0, "--timeout", help="Executor wall time per program."),
+        llm_batch_out: Path | None = BATCH_OUT,
+        llm_batch_in: list[Path] | None = BATCH_IN,
+        llm_batch_submit: bool = BATCH_SUBMIT,
+        llm_batch_retry_failed: bool = BATCH_RETRY_FAILED,
     ) -> None:
         """Correct failing answers; keep only judge-proven improvements; write a new run."""
         from ragtriage.cli.diagnose import _config, _runner, read_traces
@@ -44,7 +57,7 @@ def register(app: typer.Typer) -> None:
         from ragtriage.data import load_dataset, load_demo
         from ragtriage.jsonl import atomic_write_text, write_jsonl
         from ragtriage.llm import run_sync
-        from ragtriage.pipeline import Pipeline
+        from ragtriage.pipeline import Pipeline, needs_llm
         from ragtriage.store import read_diagnoses
 
         if planner_name not in ("table", "llm"):
@@ -66,11 +79,33 @@ def register(app: typer.Typer) -> None:
         diagnoses = read_diagnoses(dpath) if dpath.is_file() else []
         runner = None
         planner: OfflinePlanner | LLMPlanner = OfflinePlanner()
+        llm_cfg = _config(None, base_url, model, None)
+        batch = open_batch(
+            llm_cfg.llm,
+            out=llm_batch_out,
+            inputs=llm_batch_in,
+            submit=llm_batch_submit,
+            retry_failed=llm_batch_retry_failed,
+            cache=cache,
+            uses_llm=planner_name == "llm",
+        )
         if planner_name == "llm":
-            llm_cfg = _config(None, base_url, model, None)
-            runner = _runner(llm_cfg, dry_run=False, no_cache=False, cache=cache)
+            runner = (
+                batch.runner()
+                if batch is not None
+                else _runner(llm_cfg, dry_run=False, no_cache=False, cache=cache)
+            )
             planner = LLMPlanner(runner, model=llm_cfg.llm.with_env().model or "")
-        pipeline = Pipeline.from_config(cfg, dataset)
+        if batch is not None and needs_llm(cfg):
+            # the pipeline's LLM stages export their requests to the same batch
+            from ragtriage.llm._batch import BatchOnlyClient
+            from ragtriage.pipeline import metered_client
+
+            stub = BatchOnlyClient(cfg.llm.with_env().model or "")
+            pipeline = Pipeline.from_config(cfg, dataset, llm_client=stub, use_llm_cache=False)
+            pipeline = pipeline.with_runner(batch.runner(client=metered_client))
+        else:
+            pipeline = Pipeline.from_config(cfg, dataset)
 
         async def go() -> list:  # type: ignore[type-arg]
             try:
@@ -94,6 +129,8 @@ def register(app: typer.Typer) -> None:
         finally:
             if runner is not None:
                 runner.close()
+        if batch is not None and batch.finish():
+            return
         new_manifest, new_traces, new_diags = corrected_run(
             outcomes, manifest, planner=planner_name
         )

@@ -2,7 +2,9 @@
 
 Writes ``diagnoses.jsonl`` (resumable: example ids already there are skipped; lines
 are appended and fsynced, a torn last line is dropped on the next start) and prints
-the triage tables. ``--dry-run`` estimates the LLM calls and tokens first and writes
+the triage tables. The output directory is always a run directory: given a traces
+file, or ``--out`` another directory, the traces are copied there with a manifest
+naming their source (``ragtriage.rundir``); a run diagnosed in place is left as it is. ``--dry-run`` estimates the LLM calls and tokens first and writes
 nothing.
 """
 
@@ -30,6 +32,7 @@ from ragtriage.jsonl import (
 from ragtriage.records import Diagnosis, Trace
 from ragtriage.report.aggregate import summarize
 from ragtriage.report.terminal import render_summary
+from ragtriage.rundir import DiagnosisDirPlan, plan_diagnosis_dir
 
 if TYPE_CHECKING:
     from ragtriage.diagnosis.engine import Diagnoser, Judge
@@ -145,6 +148,21 @@ def _check_same_run(out_path: Path, traces: list[Trace]) -> None:
                 field="run_id",
             )
         return  # one line tells: a file holds one run's diagnoses
+
+
+def _make_run_dir(plan: DiagnosisDirPlan, console: Console) -> None:
+    """Write the traces copy and the manifest that make the output a run directory."""
+    written = plan.apply()
+    if not written:
+        return
+    what = " and ".join(p.name for p in written)
+    copied = f" (traces copied from {plan.source})" if plan.copy_traces else ""
+    console.print(
+        f"wrote {what} in {plan.out_dir}{copied}: `ragtriage report {plan.out_dir}` and "
+        f"`ragtriage serve {plan.out_dir}` read it as a run",
+        highlight=False,
+        soft_wrap=True,  # paths to copy, unbroken
+    )
 
 
 def _config(
@@ -355,7 +373,10 @@ def register(app: typer.Typer) -> None:
             "ragec", "--strategy", help="ragec | single-step | stage-sequential"
         ),
         out: Path | None = typer.Option(
-            None, "--out", help="Output directory (default: the run directory)."
+            None,
+            "--out",
+            help="Output directory (default: the run directory, or the traces file's "
+            "folder); made a run directory: the traces are copied there with a manifest.",
         ),
         dry_run: bool = typer.Option(
             False, "--dry-run", help="Estimate LLM calls and tokens; call and write nothing."
@@ -432,6 +453,15 @@ def register(app: typer.Typer) -> None:
             traces = read_traces(traces_path)
             out_dir = out if out is not None else default_out
             out_path = out_dir / DIAGNOSES_FILE
+            # what makes out_dir a run directory (the traces and a manifest); checked
+            # before anything is removed or written
+            plan = plan_diagnosis_dir(
+                traces_path,
+                out_dir,
+                count=len(traces),
+                run_ids={t.run_id for t in traces if t.run_id},
+                overwrite=overwrite,
+            )
             if overwrite and not dry_run:
                 out_path.unlink(missing_ok=True)
             if out_path.exists():
@@ -467,11 +497,18 @@ def register(app: typer.Typer) -> None:
                     )
                 )
                 console.print(f"dry run over {len(todo)} trace(s); nothing written")
+                if plan.copy_traces:
+                    console.print(
+                        f"(would copy {traces_path} to {out_dir / _TRACES_FILE} with a manifest)",
+                        highlight=False,
+                        soft_wrap=True,
+                    )
                 if runner is None:
                     console.print("the rules judge makes no LLM calls")
                 else:
                     _print_ledger(console, runner.ledger.summary(), estimate=True)
                 return
+            _make_run_dir(plan, console)
             if ex.is_ray:
                 if diagnoser.judges_replaced:
                     console.print("note: --executor ray does not use the evaluation metrics")

@@ -6,6 +6,14 @@ from pathlib import Path
 
 import typer
 
+from ragtriage.cli._batch import (
+    BATCH_IN,
+    BATCH_OUT,
+    BATCH_RETRY_FAILED,
+    BATCH_SUBMIT,
+    batch_rounds,
+    open_batch,
+)
 from ragtriage.errors import InputError
 
 __all__ = ["register"]
@@ -13,6 +21,7 @@ __all__ = ["register"]
 
 def register(app: typer.Typer) -> None:
     @app.command("label")
+    @batch_rounds
     def label(
         data: list[str] = typer.Argument(
             ...,
@@ -36,6 +45,10 @@ def register(app: typer.Typer) -> None:
         ),
         no_cache: bool = typer.Option(False, "--no-cache", help="Do not use the LLM cache."),
         cache: Path | None = typer.Option(None, "--cache", help="LLM cache file."),
+        llm_batch_out: Path | None = BATCH_OUT,
+        llm_batch_in: list[Path] | None = BATCH_IN,
+        llm_batch_submit: bool = BATCH_SUBMIT,
+        llm_batch_retry_failed: bool = BATCH_RETRY_FAILED,
     ) -> None:
         """Label every (context, question) pair fact_single | summary | reasoning |
         unanswerable, and report the label composition (terminal, CSV, HTML)."""
@@ -63,12 +76,28 @@ def register(app: typer.Typer) -> None:
         console = make_console()
         cfg = load_config(config)
         if labeller == "auto":
-            labeller = "llm" if cfg.llm.with_env().configured else "rules"
+            configured = cfg.llm.with_env().configured or llm_batch_out is not None
+            labeller = "llm" if configured else "rules"
             if labeller == "rules":
                 console.print("no LLM endpoint configured: using the offline rules labeller")
+        batch = open_batch(
+            cfg.llm,
+            out=llm_batch_out,
+            inputs=llm_batch_in,
+            submit=llm_batch_submit,
+            retry_failed=llm_batch_retry_failed,
+            cache=cache,
+            no_cache=no_cache,
+            dry_run=dry_run,
+            uses_llm=labeller == "llm",
+        )
         runner = None
         if labeller == "llm":
-            runner = open_runner(cfg.llm, dry_run=dry_run, no_cache=no_cache, cache=cache)
+            runner = (
+                batch.runner()
+                if batch is not None
+                else open_runner(cfg.llm, dry_run=dry_run, no_cache=no_cache, cache=cache)
+            )
             engine: LLMLabeller | RulesLabeller = LLMLabeller(runner, k=k)
         else:
             engine = RulesLabeller()
@@ -94,6 +123,8 @@ def register(app: typer.Typer) -> None:
         finally:
             if runner is not None:
                 runner.close()
+        if batch is not None and batch.finish():
+            return
         if runner is not None and dry_run:
             console.print(ledger_line(runner.ledger.summary(), estimate=True), highlight=False)
             return

@@ -7,6 +7,14 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from ragtriage.cli._batch import (
+    BATCH_IN,
+    BATCH_OUT,
+    BATCH_RETRY_FAILED,
+    BATCH_SUBMIT,
+    batch_rounds,
+    open_batch,
+)
 from ragtriage.records import Diagnosis, Trace
 
 __all__ = ["register"]
@@ -14,6 +22,7 @@ __all__ = ["register"]
 
 def register(app: typer.Typer) -> None:
     @app.command("mine")
+    @batch_rounds
     def mine(
         runs: list[Path] = typer.Argument(..., help="Run directories (traces + diagnoses)."),
         out: Path = typer.Option(Path("taxonomy.yaml"), "--out", help="Taxonomy YAML to write."),
@@ -24,6 +33,10 @@ def register(app: typer.Typer) -> None:
         model: str | None = typer.Option(None, "--model", help="LLM model name."),
         base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint."),
         cache: Path | None = typer.Option(None, "--cache", help="LLM cache file."),
+        llm_batch_out: Path | None = BATCH_OUT,
+        llm_batch_in: list[Path] | None = BATCH_IN,
+        llm_batch_submit: bool = BATCH_SUBMIT,
+        llm_batch_retry_failed: bool = BATCH_RETRY_FAILED,
     ) -> None:
         """Rationales → tags → normalise → embed → standardise → Ward → named clusters."""
         import yaml
@@ -51,9 +64,22 @@ def register(app: typer.Typer) -> None:
             diagnoses += diags
         runner = None
         llm_model = ""
+        cfg = _config(None, base_url, model, None)
+        batch = open_batch(
+            cfg.llm,
+            out=llm_batch_out,
+            inputs=llm_batch_in,
+            submit=llm_batch_submit,
+            retry_failed=llm_batch_retry_failed,
+            cache=cache,
+            uses_llm=llm,
+        )
         if llm:
-            cfg = _config(None, base_url, model, None)
-            runner = _runner(cfg, dry_run=False, no_cache=False, cache=cache)
+            runner = (
+                batch.runner()
+                if batch is not None
+                else _runner(cfg, dry_run=False, no_cache=False, cache=cache)
+            )
             llm_model = cfg.llm.with_env().model or ""
         embedder = make_embedder(EmbeddingConfig(model=embedding))
 
@@ -77,6 +103,8 @@ def register(app: typer.Typer) -> None:
         finally:
             if runner is not None:
                 runner.close()
+        if batch is not None and batch.finish():
+            return
         atomic_write_text(
             out, yaml.safe_dump(taxonomy.to_dict(), allow_unicode=True, sort_keys=False)
         )

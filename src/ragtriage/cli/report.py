@@ -14,7 +14,9 @@ __all__ = ["register"]
 def register(app: typer.Typer) -> None:
     @app.command("report")
     def report(
-        run_dir: Path = typer.Argument(..., help="Run directory (manifest.json, traces.jsonl)."),
+        run_dir: Path = typer.Argument(
+            ..., help="Run directory (traces.jsonl, diagnoses.jsonl; manifest.json if any)."
+        ),
         diagnoses: Path | None = typer.Option(
             None, "--diagnoses", help="Diagnoses JSONL (default RUN_DIR/diagnoses.jsonl)."
         ),

@@ -99,6 +99,11 @@ def register(app: typer.Typer) -> None:
         shown = f"[{host}]" if ":" in host else host
         base = f"http://{shown}:{port}/"
         typer.echo(f"ragtriage serve: {', '.join(str(r) for r in roots)}")
+        from ragtriage.runview import scan_roots
+
+        # folders that look like runs but are not served, and why (the runs page too)
+        for skipped in scan_roots(roots):
+            typer.echo(f"skipped {skipped.path}: {skipped.reason}", err=True)
         if generated is not None:
             # printed once; the first visit moves it into a cookie and off the address bar
             typer.echo(f"open {base}?token={generated}")

@@ -369,6 +369,9 @@ class LLMPlanner:
         self._model = model
         self._max_tokens = max_tokens
         self.failures: list[str] = []
+        #: the last plan was not answered yet (batch mode): later attempts would build on
+        #: an attempt that has not run, so the loop stops for this trace
+        self.pending = False
 
     async def plan(
         self, trace: Trace, diagnosis: Diagnosis, attempt: int, docs: Sequence[str] = ()
@@ -382,6 +385,7 @@ class LLMPlanner:
             max_tokens=self._max_tokens,
         )
         outcome = await self._runner.try_complete(request, purpose="correction_plan")
+        self.pending = isinstance(outcome, LLMFailure) and outcome.kind == "batch_pending"
         if isinstance(outcome, LLMFailure):
             self.failures.append(outcome.reason)
             return None
@@ -467,6 +471,8 @@ async def correct_traces(
                     program = await planner.plan(best_trace, best_diag, attempt)
                 if program is None:
                     attempts.append({"attempt": attempt, "planned": False})
+                    if isinstance(planner, LLMPlanner) and planner.pending:
+                        break
                     continue
                 lang = best_trace.example.language or detect_language(best_trace.example.query)
                 actions = PipelineActions(pipeline, loop, language=lang, current_docs=docs)

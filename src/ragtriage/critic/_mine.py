@@ -338,7 +338,10 @@ async def mine_runs(
     vectors = np.asarray(embedder.embed(tags))
     labels = cluster_tags(vectors, n_clusters)
     names: dict[int, str] = {}
-    if runner is not None:
+    # in batch mode, while tags are still pending the clusters are not the final ones:
+    # their summaries would be paid for nothing (they are asked in a later round)
+    tags_pending = runner is not None and runner.batch is not None and len(runner.batch) > 0
+    if runner is not None and not tags_pending:
         members: dict[int, list[str]] = {}
         for tag, label in zip(tags, labels, strict=True):
             members.setdefault(label, []).append(tag)

@@ -41,6 +41,7 @@ from ragtriage.records import (
     Stage,
 )
 from ragtriage.report.aggregate import Summary, pipeline_costs, summarize
+from ragtriage.rundir import diagnosis_mismatch
 from ragtriage.runview._filter import QUESTION_CHARS
 
 __all__ = [
@@ -55,7 +56,7 @@ __all__ = [
 ]
 
 INDEX_DIR = ".ragtriage-index"
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 #: a traces file larger than this is indexed in a child process (memory stays there)
 CHILD_BUILD_BYTES = 64 * 2**20
 TRACES = "traces.jsonl"
@@ -229,6 +230,7 @@ def _build(run: Path, files: dict[str, Path | None], out: Path) -> dict[str, Any
     if not tpath.is_file():
         raise InputError("run directory has no traces.jsonl", path=str(tpath))
     pos_of: dict[str, int] = {}
+    run_of: dict[str, str | None] = {}  # example id -> run id, to check the diagnoses
     trace_ids: list[str] = []
     example_ids: list[str] = []
     t_off: list[int] = []
@@ -256,6 +258,8 @@ def _build(run: Path, files: dict[str, Path | None], out: Path) -> dict[str, Any
                 "expected a string", path=str(tpath), line=lineno, field="example.query"
             )
         pos_of[tid] = len(trace_ids)
+        rid = obj.get("run_id")
+        run_of[eid] = rid if isinstance(rid, str) else None
         trace_ids.append(tid)
         example_ids.append(eid)
         t_off.append(off)
@@ -305,7 +309,17 @@ def _build(run: Path, files: dict[str, Path | None], out: Path) -> dict[str, Any
                 d = Diagnosis.model_validate(obj)
             except ValidationError as exc:
                 raise validation_to_input_error(exc, path=str(dpath), line=lineno) from exc
-            slim.pop(d.example_id, None)  # the last record per example wins (as in reports)
+            # refused here as `ragtriage report` refuses them (store.load_run_dir)
+            if d.example_id in slim:
+                raise InputError(
+                    f"duplicate example_id {d.example_id!r}",
+                    path=str(dpath),
+                    line=lineno,
+                    field="example_id",
+                )
+            wrong = diagnosis_mismatch(d.example_id, d.run_id, run_of)
+            if wrong is not None:
+                raise InputError(wrong[0], path=str(dpath), line=lineno, field=wrong[1])
             slim[d.example_id] = d
             i = pos_of.get(tid)
             if i is None:

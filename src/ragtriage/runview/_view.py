@@ -14,10 +14,10 @@ from typing import Any, NamedTuple
 import numpy as np
 from pydantic import ValidationError
 
-from ragtriage.errors import InputError
 from ragtriage.jsonl import validation_to_input_error
 from ragtriage.records import Diagnosis, Trace
 from ragtriage.report.aggregate import Summary
+from ragtriage.rundir import check_run_dir, run_note
 from ragtriage.runview._filter import Page, TraceFilter, TraceRow, check_sort
 from ragtriage.runview._index import (
     ANSWER_LABELS,
@@ -68,6 +68,8 @@ class RunSummary:
     created: str | None = None
     config_hash: str | None = None
     sources: Mapping[str, str | None] = field(default_factory=dict)
+    #: where the manifest or traces came from when not ``ragtriage run`` (``run_note``)
+    note: tuple[str, str] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -84,6 +86,7 @@ class RunSummary:
             "created": self.created,
             "config_hash": self.config_hash,
             "sources": dict(self.sources),
+            "note": list(self.note) if self.note is not None else None,
         }
 
 
@@ -107,8 +110,17 @@ class RunView:
     """One run, read through its index: filters and sorts over numpy columns, traces
     and diagnoses read by byte offset. Never holds every trace in memory."""
 
-    def __init__(self, run_dir: Path, data: IndexData, *, rebuilt: bool = False) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        data: IndexData,
+        *,
+        rebuilt: bool = False,
+        manifest: dict[str, Any] | None = None,
+    ) -> None:
         self.path = run_dir
+        #: the run's manifest, or the one made up from its files (``ragtriage.rundir``)
+        self.manifest: dict[str, Any] = manifest if manifest is not None else _manifest(run_dir)
         self.rebuilt = rebuilt
         self._data = data
         self._meta = data.meta
@@ -131,15 +143,14 @@ class RunView:
         their index stays current, so calling this on every request is cheap (a few
         ``stat`` calls, about 0.5 ms) and always gives the current run."""
         run = Path(run_dir)
-        if not (run / "traces.jsonl").is_file():
-            raise InputError("run directory has no traces.jsonl", path=str(run))
+        checked = check_run_dir(run)  # the rule `ragtriage report` applies too
         key = run.resolve()
         with _VIEWS_LOCK:
             cached = _VIEWS.get(key)
             built = load_or_build(key, known=cached._data if cached is not None else None)
             if cached is not None and built.data is cached._data:
                 return cached
-            view = cls(run, built.data, rebuilt=built.rebuilt)
+            view = cls(run, built.data, rebuilt=built.rebuilt, manifest=checked.manifest)
             _VIEWS[key] = view
             return view
 
@@ -187,7 +198,7 @@ class RunView:
     def _load_summary(self) -> RunSummary:
         text = self._summary_text
         report = None if text.strip() == "null" else Summary.model_validate_json(text)
-        manifest = _manifest(self.path)
+        manifest = self.manifest
         stages: dict[str, int] = {}
         if report is not None:
             stages = {s.stage.value: s.count for s in report.stages}
@@ -232,6 +243,7 @@ class RunView:
             created=_str_or_none(manifest.get("created_at")),
             config_hash=_str_or_none(manifest.get("config_hash")),
             sources=self._sources,
+            note=run_note(manifest),
         )
 
     # ------------------------------------------------------------------ queries

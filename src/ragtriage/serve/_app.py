@@ -49,7 +49,15 @@ from ragtriage.report._fmt import fmt_delta, fmt_pct
 from ragtriage.report.aggregate import Summary
 from ragtriage.report.compare import AdviceOutcome, compare_summaries
 from ragtriage.report.html import _environment as report_environment
-from ragtriage.runview import RunEntry, RunView, TraceFilter, discover_runs, resolve_key
+from ragtriage.runview import (
+    Discovery,
+    RunEntry,
+    RunView,
+    TraceFilter,
+    discover,
+    resolve_key,
+)
+from ragtriage.runview._discover import SEP
 from ragtriage.serve._compare import DEFAULT_GATES, compare_runs, parse_gates
 from ragtriage.serve._security import SecurityConfig, SecurityMiddleware
 from ragtriage.serve._traceview import build_trace_view, diagnosis_view
@@ -96,14 +104,32 @@ class _State:
         self._lock = threading.Lock()
         self.save_lock = threading.Lock()
         self._orders: dict[tuple[Path, str], tuple[RunView, list[str]]] = {}
-        self._entries: tuple[float, list[RunEntry]] | None = None
+        self._entries: tuple[float, Discovery] | None = None
 
     # -- runs
     def run_dir(self, key: str) -> Path:
         try:
             return resolve_key(self.roots, key)
         except KeyError:
-            raise HTTPException(404, f"no run {key!r} under the served directories") from None
+            why = self._skip_reason(key)
+            raise HTTPException(
+                404, f"no run {key!r} under the served directories" + (f": {why}" if why else "")
+            ) from None
+
+    def _skip_reason(self, key: str) -> str | None:
+        """Why the folder a key names was passed over, when it was (not for bad keys)."""
+        parts = key.partition("@")[0].split(SEP)
+        if any(p in ("", ".", "..") or "/" in p or "\\" in p for p in parts):
+            return None
+        for skipped in self.discovery().skipped:
+            for root in self.roots:
+                try:
+                    rel = skipped.path.relative_to(root)
+                except ValueError:
+                    continue
+                if list(rel.parts) == parts or (not rel.parts and [root.name] == parts):
+                    return skipped.reason
+        return None
 
     def view(self, key: str) -> RunView:
         """The run's view (``RunView.open`` reuses an open one while its index is
@@ -114,17 +140,20 @@ class _State:
         except InputError as exc:
             raise HTTPException(422, str(exc)) from None
 
-    def entries(self) -> list[RunEntry]:
-        """The runs under the roots; rediscovered when older than a few seconds (each
-        discovery opens every run's index)."""
+    def discovery(self) -> Discovery:
+        """The runs under the roots and the folders passed over; rediscovered when older
+        than a few seconds (each discovery opens every run's index)."""
         now = time.monotonic()
         with self._lock:
             if self._entries is not None and now - self._entries[0] < _ENTRIES_TTL_S:
                 return self._entries[1]
-        found = discover_runs(self.roots)
+        found = discover(self.roots)
         with self._lock:
             self._entries = (now, found)
         return found
+
+    def entries(self) -> list[RunEntry]:
+        return self.discovery().runs
 
     def order(self, view: RunView, strategy: str) -> list[str]:
         """The annotation order, computed once per view (a rebuilt index is a new view)."""
@@ -192,7 +221,8 @@ def _state_query(flt: TraceFilter, sort: str) -> dict[str, str]:
 
 def runs_page(request: Request) -> Response:
     st = _state(request)
-    entries = st.entries()
+    found = st.discovery()
+    entries = found.runs
     dated = sorted(entries, key=lambda e: (e.created or "", e.key))
     bars = [
         svg.Bar(
@@ -214,6 +244,7 @@ def runs_page(request: Request) -> Response:
             "stages": stages,
             "stage_shares": {e.key: _stage_shares(e, stages) for e in dated},
             "roots": [str(r) for r in st.roots],
+            "skipped": found.skipped,
         },
     )
 
