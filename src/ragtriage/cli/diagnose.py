@@ -16,29 +16,19 @@ from types import TracebackType
 from typing import IO, TYPE_CHECKING
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ragtriage.config import PipelineConfig, load_config
 from ragtriage.errors import ConfigError, InputError
-from ragtriage.jsonl import (
-    drop_records,
-    iter_json_lines,
-    read_records,
-    scan_done_ids,
-    validation_to_input_error,
-)
-from ragtriage.records import Diagnosis, Trace
-from ragtriage.report.aggregate import summarize
-from ragtriage.report.terminal import render_summary
 from ragtriage.rundir import DiagnosisDirPlan, plan_diagnosis_dir
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the records, config and report load with the command (fast --help)
+    from ragtriage.config import PipelineConfig
     from ragtriage.diagnosis.engine import Diagnoser, Judge
     from ragtriage.diagnosis.strategies import Strategy
     from ragtriage.executors import Executor
     from ragtriage.llm import LedgerSummary, LLMRunner
+    from ragtriage.records import Diagnosis, Trace
 
 __all__ = ["DIAGNOSES_FILE", "read_traces", "register", "resolve_input"]
 
@@ -62,6 +52,11 @@ def resolve_input(source: Path) -> tuple[Path, Path]:
 
 def read_traces(path: Path) -> list[Trace]:
     """All traces of a JSONL file; a duplicate example id is an error naming its line."""
+    from pydantic import ValidationError
+
+    from ragtriage.jsonl import iter_json_lines, validation_to_input_error
+    from ragtriage.records import Trace
+
     traces: list[Trace] = []
     seen: dict[str, int] = {}
     for lineno, obj in iter_json_lines(path):
@@ -135,6 +130,8 @@ def _check_same_run(out_path: Path, traces: list[Trace]) -> None:
     """Resuming is only for diagnoses of these traces: a file left by another run (say
     the run directory was re-run with --overwrite) would pass its diagnoses off as this
     run's."""
+    from ragtriage.jsonl import iter_json_lines
+
     run_ids = {t.run_id for t in traces}
     for lineno, obj in iter_json_lines(out_path):
         rid = obj.get("run_id")
@@ -168,6 +165,8 @@ def _make_run_dir(plan: DiagnosisDirPlan, console: Console) -> None:
 def _config(
     config: Path | None, base_url: str | None, model: str | None, k: int | None
 ) -> PipelineConfig:
+    from ragtriage.config import load_config
+
     cfg = load_config(config)
     llm = cfg.llm.model_copy(
         update={
@@ -432,7 +431,11 @@ def register(app: typer.Typer) -> None:
         # imported here so that `ragtriage --help` and the other commands stay fast
         from ragtriage.diagnosis.engine import JUDGES
         from ragtriage.diagnosis.strategies import STRATEGIES
+        from ragtriage.jsonl import drop_records, read_records, scan_done_ids
         from ragtriage.llm import run_sync
+        from ragtriage.records import Diagnosis
+        from ragtriage.report.aggregate import summarize
+        from ragtriage.report.terminal import render_summary
 
         if judge not in JUDGES:
             raise InputError(f"expected one of {', '.join(JUDGES)}", field="--judge")
