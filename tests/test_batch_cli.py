@@ -258,3 +258,30 @@ def test_correct_batch_rounds_plan_attempt_after_attempt(
 
     assert attempts(tmp_path / "b") == attempts(tmp_path / "live")
     assert any(a for a in attempts(tmp_path / "b"))
+
+
+def test_testset_batch_round_trip_equals_live(
+    llm_server: LocalLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from test_know_testset import _scripted
+
+    reply: Reply = _scripted()  # type: ignore[assignment]
+    llm_server.behaviour.reply = reply
+    base = ["testset", "--demo", "--limit", "4", "--no-progress", "--dedup", "100"]
+    base += ["--mix", "fact_single:0.5,summary:0.5", "--generator", "llm", "--critic", "llm"]
+    cfg = tmp_path / "llm.yaml"
+    cfg.write_text("llm: {model: m}\n", encoding="utf-8")
+    live_cfg = tmp_path / "live.yaml"
+    live_cfg.write_text(f"llm: {{model: m, base_url: '{llm_server.base_url}'}}\n")
+    live = [*base, "--config", str(live_cfg), "--cache", str(tmp_path / "live.sqlite")]
+    assert _cli(*live, "--out", str(tmp_path / "live")) == 0
+    capsys.readouterr()
+    batch = [*base, "--config", str(cfg), "--cache", str(tmp_path / "b.sqlite")]
+    batch += ["--out", str(tmp_path / "b")]
+    rounds = _batch_rounds(
+        batch, tmp_path / "batch", tmp_path / "b" / "labels.jsonl", reply, capsys
+    )
+    assert rounds > 2
+    for name in ("examples.jsonl", "labels.jsonl", "rejected.jsonl"):
+        assert _lines(tmp_path / "b" / name) == _lines(tmp_path / "live" / name), name
+    assert len(_lines(tmp_path / "b" / "examples.jsonl")) == 4

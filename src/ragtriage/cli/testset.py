@@ -8,6 +8,14 @@ from pathlib import Path
 
 import typer
 
+from ragtriage.cli._batch import (
+    BATCH_IN,
+    BATCH_OUT,
+    BATCH_RETRY_FAILED,
+    BATCH_SUBMIT,
+    batch_rounds,
+    open_batch,
+)
 from ragtriage.errors import InputError
 
 __all__ = ["register"]
@@ -33,6 +41,7 @@ def _thresholds(items: list[str]) -> dict[str, float]:
 
 def register(app: typer.Typer) -> None:
     @app.command("testset")
+    @batch_rounds
     def testset(
         docs: str | None = typer.Argument(
             None,
@@ -79,6 +88,10 @@ def register(app: typer.Typer) -> None:
         no_cache: bool = typer.Option(False, "--no-cache", help="Do not use the LLM cache."),
         cache: Path | None = typer.Option(None, "--cache", help="LLM cache file."),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar."),
+        llm_batch_out: Path | None = BATCH_OUT,
+        llm_batch_in: list[Path] | None = BATCH_IN,
+        llm_batch_submit: bool = BATCH_SUBMIT,
+        llm_batch_retry_failed: bool = BATCH_RETRY_FAILED,
     ) -> None:
         """Generate a balanced Q&A test set from documents (offline templates when no LLM
         endpoint is configured), critique and de-duplicate it, re-label it and report
@@ -91,8 +104,20 @@ def register(app: typer.Typer) -> None:
             n = export_training(source, out)
             typer.echo(f"wrote {n} training pairs to {out}")
             return
+        from ragtriage.config import load_config
         from ragtriage.know import run_testset_command
 
+        batch = open_batch(
+            load_config(config).llm,
+            out=llm_batch_out,
+            inputs=llm_batch_in,
+            submit=llm_batch_submit,
+            retry_failed=llm_batch_retry_failed,
+            cache=cache,
+            no_cache=no_cache,
+            dry_run=dry_run,
+            uses_llm=generator != "offline" or critic == "llm",
+        )
         run_testset_command(
             docs=docs,
             demo=demo,
@@ -110,4 +135,5 @@ def register(app: typer.Typer) -> None:
             no_cache=no_cache,
             cache=cache,
             progress=progress,
+            batch=batch,
         )

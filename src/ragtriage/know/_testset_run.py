@@ -20,7 +20,7 @@ from ragtriage.know._rules import RulesLabeller
 from ragtriage.know._taxonomy import LabelDecision, items_of, parse_mix
 from ragtriage.know._testset import DraftGenerator, TestsetResult, corpus_chunks, generate_testset
 from ragtriage.know._training import SOURCE_CHUNKS, Seq2SeqGenerator
-from ragtriage.llm import LLMRunner
+from ragtriage.llm import BatchSession, LLMRunner
 
 __all__ = ["located_references", "run_testset_command"]
 
@@ -67,7 +67,11 @@ def run_testset_command(
     cache: Path | None,
     progress: bool,
     console: Console | None = None,
+    batch: BatchSession | None = None,
 ) -> TestsetResult | None:
+    """Generate, critique, re-label and write the test set. ``batch`` (batch mode):
+    the LLM requests not answered yet are exported and nothing is written (``None``
+    is returned) until every one is answered."""
     from ragtriage.config import load_config
     from ragtriage.jsonl import atomic_write_text, write_jsonl
     from ragtriage.llm import run_sync
@@ -83,15 +87,19 @@ def run_testset_command(
     chunks = corpus_chunks(documents)
     if not chunks:
         raise InputError("the documents are empty: nothing to generate from", path=docs)
-    configured = cfg.llm.with_env().configured
+    configured = cfg.llm.with_env().configured or batch is not None
     if generator == "auto":
         generator = "llm" if configured else "offline"
     if critic == "auto":
         critic = "llm" if configured and generator != "offline" else "rules"
     runner: LLMRunner | None = None
     if generator in ("llm", "llm-simple") or critic == "llm":
-        runner = open_runner(
-            cfg.llm, dry_run=dry_run, no_cache=no_cache, cache=cache, what="the LLM generator"
+        runner = (
+            batch.runner()
+            if batch is not None
+            else open_runner(
+                cfg.llm, dry_run=dry_run, no_cache=no_cache, cache=cache, what="the LLM generator"
+            )
         )
     gen: DraftGenerator
     if generator == "offline":
@@ -149,6 +157,9 @@ def run_testset_command(
 
     try:
         result = run_sync(go())
+        # in batch mode the re-labelling waits for the final questions
+        if batch is not None and batch.pending and batch.finish():
+            return None
         if dry_run:
             assert runner is not None
             console.print(ledger_line(runner.ledger.summary(), estimate=True), highlight=False)
@@ -164,6 +175,8 @@ def run_testset_command(
             else RulesLabeller()
         )
         decisions = run_sync(labeller.label_many(items_of(generated)))
+        if batch is not None and batch.finish():
+            return None
     finally:
         if runner is not None:
             runner.close()
