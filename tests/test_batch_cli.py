@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from batch_server import answer_lines
+from diag_helpers import judge_reply, server_reply
 from llm_server import LocalLLMServer, last_user
 from metrics_helpers import metrics_reply
 from ragtriage.cli import main
@@ -285,3 +286,32 @@ def test_testset_batch_round_trip_equals_live(
     for name in ("examples.jsonl", "labels.jsonl", "rejected.jsonl"):
         assert _lines(tmp_path / "b" / name) == _lines(tmp_path / "live" / name), name
     assert len(_lines(tmp_path / "b" / "examples.jsonl")) == 4
+
+
+def test_diagnose_batch_rounds_follow_the_cascade_and_equal_live(
+    demo_run: Path, llm_server: LocalLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reply: Reply = server_reply(judge_reply())  # type: ignore[assignment]
+    llm_server.behaviour.reply = reply
+    base = ["diagnose", str(demo_run), "--judge", "llm", "--model", "judge-model"]
+    base += ["--no-progress"]
+    live = [*base, "--base-url", llm_server.base_url, "--cache", str(tmp_path / "live.sqlite")]
+    assert _cli(*live, "--out", str(tmp_path / "live")) == 0
+    capsys.readouterr()
+    batch = [*base, "--cache", str(tmp_path / "b.sqlite"), "--out", str(tmp_path / "b")]
+    done = tmp_path / "b" / "diagnoses.jsonl"
+    rounds = _batch_rounds(batch, tmp_path / "batch", done, reply, capsys)
+    assert rounds >= 3  # the answer evaluation, then the later steps of the cascade
+    assert sorted(p.name for p in (tmp_path / "batch").iterdir()) == [
+        ".requests.lock",
+        *(f"out-{i}.jsonl" for i in range(1, rounds)),
+        "requests.jsonl",
+    ]
+    live_rows = _lines(tmp_path / "live" / "diagnoses.jsonl")
+    got = _lines(done)
+    # the live run paid its calls; the batch run's final pass read them all from the cache
+    assert sum(r["usage"]["calls"] for r in live_rows) > 0
+    assert sum(r["usage"]["calls"] for r in got) == 0
+    assert _without(got, "usage") == _without(live_rows, "usage")
+    assert any(r["error_type"] for r in got) and not any(r["undetermined"] for r in got)
+    assert _cache_texts(tmp_path / "b.sqlite") == _cache_texts(tmp_path / "live.sqlite")

@@ -19,6 +19,14 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from ragtriage.cli._batch import (
+    BATCH_IN,
+    BATCH_OUT,
+    BATCH_RETRY_FAILED,
+    BATCH_SUBMIT,
+    batch_rounds,
+    open_batch,
+)
 from ragtriage.errors import ConfigError, InputError
 from ragtriage.rundir import DiagnosisDirPlan, plan_diagnosis_dir
 
@@ -27,7 +35,7 @@ if TYPE_CHECKING:  # the records, config and report load with the command (fast 
     from ragtriage.diagnosis.engine import Diagnoser, Judge
     from ragtriage.diagnosis.strategies import Strategy
     from ragtriage.executors import Executor
-    from ragtriage.llm import LedgerSummary, LLMRunner
+    from ragtriage.llm import BatchSession, LedgerSummary, LLMRunner
     from ragtriage.records import Diagnosis, Trace
 
 __all__ = ["DIAGNOSES_FILE", "read_traces", "register", "resolve_input"]
@@ -266,6 +274,61 @@ async def _diagnose(
             await runner.aclose()
 
 
+def _undetermined_ids(path: Path) -> set[str]:
+    """Example ids of the undetermined diagnoses in ``path`` (unreadable lines skipped:
+    the real pass reports them)."""
+    import json
+
+    ids: set[str] = set()
+    with path.open("rb") as fh:
+        for raw in fh:
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(obj, dict) and obj.get("undetermined") is True:
+                ids.add(str(obj.get("example_id")))
+    return ids
+
+
+def _batch_pass(
+    batch: BatchSession,
+    diagnoser: Diagnoser,
+    traces: list[Trace],
+    out_path: Path,
+    *,
+    overwrite: bool,
+    retry_undetermined: bool,
+    concurrency: int,
+    runner: LLMRunner | None,
+) -> bool:
+    """Batch mode's first pass: diagnose what this run would, writing nothing, so that
+    the runner collects the requests the cache cannot answer; ``True`` when they were
+    exported (the command stops)."""
+    from ragtriage.jsonl import scan_done_ids
+    from ragtriage.llm import run_sync
+
+    done: set[str] = set()
+    if not overwrite and out_path.exists():
+        _check_same_run(out_path, traces)
+        done = set(scan_done_ids(out_path, "example_id").ids)
+        if retry_undetermined:
+            done -= _undetermined_ids(out_path)
+    todo = [t for t in traces if t.example.example_id not in done]
+    run_sync(
+        _diagnose(
+            diagnoser,
+            todo,
+            out_path=None,
+            concurrency=concurrency,
+            progress=False,
+            sync_every=1,
+            runner=runner,
+        )
+    )
+    return batch.finish()
+
+
 def _diagnose_ray(
     todo: list[Trace],
     strategy: str,
@@ -356,6 +419,7 @@ def _render_metrics(
 
 def register(app: typer.Typer) -> None:
     @app.command("diagnose")
+    @batch_rounds
     def diagnose(
         source: Path = typer.Argument(
             ..., help="Run directory (with traces.jsonl) or a traces JSONL file."
@@ -423,6 +487,10 @@ def register(app: typer.Typer) -> None:
             help="When resuming, diagnose again the examples left undetermined (e.g. the "
             "LLM endpoint was down); answers already paid for come from the cache.",
         ),
+        llm_batch_out: Path | None = BATCH_OUT,
+        llm_batch_in: list[Path] | None = BATCH_IN,
+        llm_batch_submit: bool = BATCH_SUBMIT,
+        llm_batch_retry_failed: bool = BATCH_RETRY_FAILED,
     ) -> None:
         """Diagnose why answers are wrong: stage, error type (K votes) and advice.
 
@@ -446,8 +514,23 @@ def register(app: typer.Typer) -> None:
         ex = parse_executor(executor)
         traces_path, default_out = resolve_input(source)
         cfg = _config(config, base_url, model, k)
+        batch = open_batch(
+            cfg.llm,
+            out=llm_batch_out,
+            inputs=llm_batch_in,
+            submit=llm_batch_submit,
+            retry_failed=llm_batch_retry_failed,
+            cache=cache,
+            no_cache=no_cache,
+            dry_run=dry_run,
+            uses_llm=judge == "llm",
+        )
+        if batch is not None and ex.is_ray:
+            raise ConfigError("batch mode runs on the local executor", field="--executor")
         runner = (
-            _runner(cfg, dry_run=dry_run, no_cache=no_cache, cache=cache)
+            batch.runner()
+            if batch is not None
+            else _runner(cfg, dry_run=dry_run, no_cache=no_cache, cache=cache)
             if judge == "llm"
             else None
         )
@@ -465,6 +548,21 @@ def register(app: typer.Typer) -> None:
                 run_ids={t.run_id for t in traces if t.run_id},
                 overwrite=overwrite,
             )
+            if batch is not None:
+                collect = _diagnoser(judge, strategy, cfg, runner, scores, source, console)
+                if _batch_pass(
+                    batch,
+                    collect,
+                    traces,
+                    out_path,
+                    overwrite=overwrite,
+                    retry_undetermined=retry_undetermined,
+                    concurrency=concurrency,
+                    runner=runner,
+                ):
+                    return
+                # every answer is cached: the real pass (its own ledger: no double count)
+                runner = batch.runner(fresh_ledger=True)
             if overwrite and not dry_run:
                 out_path.unlink(missing_ok=True)
             if out_path.exists():

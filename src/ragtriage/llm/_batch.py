@@ -524,12 +524,7 @@ class BatchSession:
         self.cache_path = path
         self._log = log
         self._sleep = sleep
-        self.ledger = Ledger(
-            cfg.price_per_1k_prompt,
-            cfg.price_per_1k_completion,
-            batch_price_factor=cfg.batch_price_factor,
-            batch_estimates=out_dir is not None,
-        )
+        self.ledger = self._new_ledger()
         self.collector = (
             BatchCollector(
                 model=cfg.model or "",
@@ -541,6 +536,15 @@ class BatchSession:
         )
         self.last_import: ImportStats | None = None
         self.last_export: ExportResult | None = None
+
+    def _new_ledger(self) -> Ledger:
+        cfg = self.config
+        return Ledger(
+            cfg.price_per_1k_prompt,
+            cfg.price_per_1k_completion,
+            batch_price_factor=cfg.batch_price_factor,
+            batch_estimates=self.out_dir is not None,
+        )
 
     @property
     def exporting(self) -> bool:
@@ -582,9 +586,13 @@ class BatchSession:
         self.last_import = stats
         return stats
 
-    def runner(self, client: Callable[[BatchOnlyClient], Any] | None = None) -> LLMRunner:
+    def runner(
+        self, client: Callable[[BatchOnlyClient], Any] | None = None, *, fresh_ledger: bool = False
+    ) -> LLMRunner:
         """A runner exporting what the cache lacks (it owns its cache connection).
-        ``client`` wraps the never-called client (a pipeline's usage meter)."""
+        ``client`` wraps the never-called client (a pipeline's usage meter);
+        ``fresh_ledger``: count in a ledger of its own (a second pass over the same
+        requests), not the session's."""
         if self.collector is None:
             raise ConfigError(
                 "no --llm-batch-out: this run calls the endpoint", field="--llm-batch-out"
@@ -594,7 +602,7 @@ class BatchSession:
             client(inner) if client is not None else inner,
             self.config,
             cache=ResponseCache(self.cache_path),
-            ledger=self.ledger,
+            ledger=self._new_ledger() if fresh_ledger else self.ledger,
             batch=self.collector,
         )
         runner._owns_cache = True
