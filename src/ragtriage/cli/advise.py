@@ -5,12 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-import yaml
-from pydantic import ValidationError
 
-from ragtriage.config import PipelineConfig, load_config, strip_secrets
 from ragtriage.errors import ConfigError, InputError
-from ragtriage.jsonl import atomic_write_text
 
 __all__ = ["register"]
 
@@ -35,6 +31,11 @@ def register(app: typer.Typer) -> None:
         One setting per piece of advice (e.g. E3 -> chunking.strategy=sentence, E7 ->
         rerank.top_k doubled); advice no setting can act on offline is listed as skipped.
         """
+        import yaml
+        from pydantic import ValidationError
+
+        from ragtriage.config import PipelineConfig, load_config, strip_secrets
+        from ragtriage.jsonl import atomic_write_text
         from ragtriage.store import load_run_dir
         from ragtriage.tuning import apply_advice
 

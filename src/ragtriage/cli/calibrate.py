@@ -8,30 +8,20 @@ matrices and per-type F1, writes ``calibration.json``, ``injected_traces.jsonl``
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.table import Table
 
-from ragtriage.config import PipelineConfig, load_config
 from ragtriage.errors import ConfigError, InputError
-from ragtriage.report.terminal import render_reliability
 
 if TYPE_CHECKING:
     from ragtriage.calibrate._run import CalibrationResult
     from ragtriage.calibrate.calibration import ConfusionMatrix, SettingReport
+    from ragtriage.config import PipelineConfig
     from ragtriage.data import Dataset
 
 __all__ = ["calibration_config", "register"]
@@ -46,6 +36,7 @@ def calibration_config(
     """The pipeline to calibrate with: ``--config`` or the demo config, with the
     generator set to ``extractive`` unless ``--generator config`` keeps the file's."""
     from ragtriage.cli.run import demo_config_path
+    from ragtriage.config import load_config
 
     cfg = load_config(config if config is not None else demo_config_path())
     updates: dict[str, object] = {}
@@ -158,6 +149,8 @@ def _injector_table(result: CalibrationResult) -> Table:
 
 
 def print_result(console: Console, result: CalibrationResult) -> None:
+    from ragtriage.report.terminal import render_reliability
+
     b = result.base_summary
     console.print(
         f"bases: {b.answerable_bases} answerable + {b.unanswerable_bases} unanswerable of "
@@ -229,6 +222,17 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Inject known faults into healthy traces and measure how often the diagnoser
         finds the right stage and error type."""
+        import asyncio
+
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TaskID,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
         from ragtriage.calibrate._parts import PipelineParts
         from ragtriage.calibrate._run import run_calibration, write_calibration
         from ragtriage.calibrate.inject import (

@@ -17,7 +17,6 @@ from typing import IO, TYPE_CHECKING
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ragtriage.cli._batch import (
     BATCH_IN,
@@ -242,6 +241,8 @@ async def _diagnose(
     runner: LLMRunner | None = None,
 ) -> list[Diagnosis]:
     """Diagnose ``todo``; the LLM runner's pool is closed on this same loop at the end."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     err = Console(stderr=True)
     columns = (
         TextColumn("diagnosing"),

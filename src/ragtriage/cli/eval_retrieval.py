@@ -12,17 +12,16 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from ragtriage.errors import InputError
-from ragtriage.groundtruth import gt_chunks_from_references
-from ragtriage.jsonl import atomic_write_text
-from ragtriage.metrics import evaluate, parse_metric
-from ragtriage.records import Trace
+
+if TYPE_CHECKING:  # the metrics (numpy) load with the command, not with the CLI
+    from ragtriage.records import Trace
 
 __all__ = ["DEFAULT_METRICS", "evaluate_traces", "gt_of", "register"]
 
@@ -39,6 +38,8 @@ _NO_LABEL: Final = "(no label)"
 def gt_of(trace: Trace) -> tuple[list[str], str | None, int]:
     """``(gt_chunk_ids, source, unlocated_references)`` of one trace; source is
     ``dataset``, ``references`` or ``None`` (no GT)."""
+    from ragtriage.groundtruth import gt_chunks_from_references
+
     ex = trace.example
     if ex.gt_chunk_ids:
         return list(dict.fromkeys(ex.gt_chunk_ids)), "dataset", 0
@@ -62,6 +63,8 @@ def evaluate_traces(
     """Metrics per stage list (``retrieved``/``reranked``), per question label and
     overall: ``{stage: {label: {metric: {mean, n, undefined}}, ...}}`` plus ``gt``
     (how GT was found) and ``failed`` (traces left out per stage)."""
+    from ragtriage.metrics import evaluate, parse_metric
+
     metrics = [parse_metric(n) for n in metric_names]
     gts = [gt_of(t) for t in traces]
     sources: dict[str, int] = {"dataset": 0, "references": 0, "none": 0}
@@ -176,4 +179,6 @@ def register(app: typer.Typer) -> None:
         result = evaluate_traces(_read_traces(run_dir), names, stages)
         _print(result, Console(width=120))
         if json_out is not None:
+            from ragtriage.jsonl import atomic_write_text
+
             atomic_write_text(json_out, json.dumps(result, indent=2, ensure_ascii=False) + "\n")

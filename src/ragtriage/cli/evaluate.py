@@ -25,7 +25,6 @@ from ragtriage.cli._batch import (
     open_batch,
 )
 from ragtriage.errors import InputError
-from ragtriage.jsonl import atomic_write_text
 
 if TYPE_CHECKING:
     from ragtriage.config import EmbeddingConfig, PipelineConfig
@@ -40,6 +39,8 @@ JUDGES = ("auto", "offline", "llm")
 
 def write_scores(out: Path, rows: list[dict[str, Any]], aggregate: dict[str, Any]) -> None:
     """Write both files atomically; sorted keys and fixed rounding make them byte-stable."""
+    from ragtriage.jsonl import atomic_write_text
+
     out.mkdir(parents=True, exist_ok=True)
     lines = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows)
     atomic_write_text(out / "scores.jsonl", lines)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -15,7 +16,9 @@ from ragtriage.cli._batch import (
     batch_rounds,
     open_batch,
 )
-from ragtriage.records import Diagnosis, Trace
+
+if TYPE_CHECKING:  # the records load with the command, not with the CLI
+    from ragtriage.records import Diagnosis, Trace
 
 __all__ = ["register"]
 

@@ -18,7 +18,6 @@ from rich.console import Console
 from rich.table import Table
 
 from ragtriage.errors import InputError
-from ragtriage.jsonl import atomic_write_text
 
 if TYPE_CHECKING:
     from ragtriage.config import PipelineConfig
@@ -213,6 +212,8 @@ def register(app: typer.Typer) -> None:
 def _finish(report: dict[str, Any], console: Console, json_out: Path | None) -> None:
     _print(report, console)
     if json_out is not None:
+        from ragtriage.jsonl import atomic_write_text
+
         atomic_write_text(
             json_out, json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
         )

@@ -2,28 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import signal
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
-from ragtriage.config import PipelineConfig, load_config
 from ragtriage.errors import InputError
 
-if TYPE_CHECKING:  # the pipeline (ONNX runtime, bm25s, the SDK) is imported on use
+if TYPE_CHECKING:  # the config and pipeline (ONNX runtime, bm25s, the SDK) load on use
+    from ragtriage.config import PipelineConfig
     from ragtriage.data import Dataset
     from ragtriage.executors import Executor
     from ragtriage.pipeline import RunSummary
@@ -82,6 +71,19 @@ async def _run(
     executor: Executor | None = None,
     batch_size: int = 256,
 ) -> RunSummary:
+    import asyncio
+    import contextlib
+    import signal
+
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
     from ragtriage.pipeline import Pipeline, run_dataset
 
     if not dataset.examples:
@@ -179,8 +181,12 @@ def register(app: typer.Typer) -> None:
         """
         dataset, is_demo = _load(data, demo, fmt, language)
         cfg_path = config if config is not None else (demo_config_path() if is_demo else None)
-        cfg = load_config(cfg_path)
+        import asyncio
+
+        from ragtriage.config import load_config
         from ragtriage.executors import check_run_on_ray, parse_executor
+
+        cfg = load_config(cfg_path)
 
         ex = parse_executor(executor)
         if ex.is_ray:
