@@ -55,6 +55,26 @@ def test_html_marks_low_confidence_and_shows_distribution() -> None:
     assert 'id="reliability"' not in html  # no labels given
 
 
+def test_html_says_what_the_confidence_means_and_hides_the_model_fit() -> None:
+    traces, diags = _records()
+    basis = "failing model (fit on 700 first-contact diagnoses of 16 blind parts (C=10))"
+    diags = [
+        d.model_copy(update={"confidence_basis": basis}) if d.example_id == "q8" else d
+        for d in diags
+    ]
+    html = render_html(summarize(diags, traces), diags, traces)
+    ex = html[html.index("<b>q8</b>") :]
+    line = ex[ex.index('<div class="confidence">') :]
+    line = line[: line.index("</div>")]
+    shown = line[: line.index("<details")]
+    # the line itself speaks to the reader; the fitted model is one click away
+    assert "31%</b>: the estimated chance that this verdict is right" in shown
+    assert "how often verdicts like this one were right on labelled data" in shown
+    assert "first-contact" not in shown and "C=10" not in shown
+    assert '<summary class="muted">how it was computed</summary>' in line
+    assert "fit on 700 first-contact diagnoses" in line[line.index("<details") :]
+
+
 def _labels(tmp_path: Path) -> Path:
     rows = [
         {"example_id": "q0", "answer_label": "correct", "stage": None, "types": []},

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-__all__ = ["fmt_delta", "fmt_float", "fmt_int", "fmt_pct"]
+__all__ = ["CONFIDENCE_MEANING", "fmt_delta", "fmt_float", "fmt_int", "fmt_pct"]
 
 NA = "n/a"
+
+#: What a diagnosis' confidence means, in the reader's words; the fitted model behind it
+#: (``Diagnosis.confidence_basis``) is shown on request, not in the line itself.
+CONFIDENCE_MEANING = (
+    "the estimated chance that this verdict is right (how often verdicts like this one "
+    "were right on labelled data)"
+)
 
 
 def fmt_pct(value: float | None, digits: int = 1) -> str:

@@ -19,7 +19,7 @@ from ragtriage.constants import DEFAULT_MAX_EXAMPLES
 from ragtriage.jsonl import atomic_write_text
 from ragtriage.records import ERROR_TYPE_NAMES, Chunk, Diagnosis, ErrorType, Hit, Stage, Trace
 from ragtriage.report import svg
-from ragtriage.report._fmt import fmt_float, fmt_int, fmt_pct
+from ragtriage.report._fmt import CONFIDENCE_MEANING, fmt_float, fmt_int, fmt_pct
 from ragtriage.report.aggregate import Summary, dedupe_diagnoses, mode_vote_count
 from ragtriage.report.terminal import headline
 
@@ -325,6 +325,7 @@ def _environment(package: str = "ragtriage.report") -> Environment:
     env.filters["pct"] = fmt_pct
     env.filters["num"] = fmt_int
     env.filters["flt"] = fmt_float
+    env.globals["confidence_meaning"] = CONFIDENCE_MEANING
     return env
 
 
