@@ -155,6 +155,10 @@ def test_annotation_blind_mode_csrf_and_agree_numbers(served: tuple[TestClient, 
     assert r.status_code == 200, r.text
     got = r.json()
     assert got["saved"]["types"] == ["E4"] and got["verdict"]["stage"] == "retrieval"
+    # the save's answer carries the progress the page shows at once
+    assert (got["n_labelled"], got["n_traces"]) == (1, 10)
+    r = client.post("/runs/demo/annotations", json=body, headers={"X-CSRF-Token": token})
+    assert (r.json()["n_labelled"], r.json()["n_traces"]) == (1, 10)  # a relabel counts once
     bad = dict(body, types=["E99"])
     r = client.post("/runs/demo/annotations", json=bad, headers={"X-CSRF-Token": token})
     assert r.status_code == 400 and "E99" in r.json()["error"]
@@ -177,6 +181,7 @@ def test_annotation_blind_mode_csrf_and_agree_numbers(served: tuple[TestClient, 
     # resume: the next unlabelled trace in order is t-q1
     resumed = client.get("/runs/demo/annotate", params={"annotator": "ann", "blind": "1"})
     assert 'data-trace="t-q1"' in resumed.text
+    assert "4 of 10 labelled by ann" in resumed.text
     # a labelled trace shows the verdict even in blind mode
     seen = client.get("/runs/demo/annotate", params={"annotator": "ann", "blind": "1", "i": 8})
     assert 'data-trace="t-q8"' in seen.text and "Missed Retrieval" in seen.text

@@ -22,6 +22,7 @@ import pytest
 pytest.importorskip("starlette", reason="the serve extra is not installed")
 
 from _reportdata import dated_runs, sample_records, write_run
+from ragtriage.diagnosis.confidence import with_confidence
 from ragtriage.records import Trace
 from ragtriage.serve._browser import CHROMIUM, CHROMIUM_ARGS, free_port
 
@@ -52,6 +53,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     data = traces[8].to_dict()
     data["answer"] = XSS
     traces[8] = Trace.model_validate(data)
+    # confidences from the shipped model, with its technical basis
+    diags = [with_confidence(d, t) for d, t in zip(diags, traces, strict=True)]
     write_run(root / "demo", "demo", traces, diags)
     dated_runs(root)
     port = free_port()
@@ -241,3 +244,161 @@ def test_browse_filter_annotate_and_agreement(
         "trace-zh.png",
     ]
     assert all(p.stat().st_size > 5_000 for p in shots.iterdir())
+
+
+#: the window of a common laptop: the annotation screen must work in it without zooming out
+LAPTOP = {"width": 1280, "height": 800}
+
+
+def _open(browser: Any, base: str, viewport: dict[str, int] = LAPTOP) -> tuple[Any, Any]:
+    ctx = browser.new_context(viewport=viewport)
+    page = ctx.new_page()
+    page.goto(base + f"/?token={TOKEN}")
+    return ctx, page
+
+
+def _inside(box: dict[str, float] | None, width: float, height: float) -> bool:
+    return (
+        box is not None
+        and box["x"] >= 0
+        and box["y"] >= 0
+        and box["x"] + box["width"] <= width
+        and box["y"] + box["height"] <= height
+    )
+
+
+#: true when the element is what the window shows at its centre: not clipped by a
+#: scrolling box, not covered (a bounding box alone says neither)
+SEEN = """e => {
+  const r = e.getBoundingClientRect();
+  const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+  return hit !== null && (hit === e || e.contains(hit));
+}"""
+
+
+def test_run_page_numbers_rows_from_one(server: tuple[str, Path], browser: Any) -> None:
+    base, _ = server
+    ctx, page = _open(browser, base)
+    page.goto(base + "/runs/demo")
+    numbers = page.locator("#rows tr.trace-row td:first-child").all_inner_texts()
+    assert numbers == [str(n) for n in range(1, 11)]
+    # filtered, a row keeps its number: the trace's position in the run
+    page.goto(base + "/runs/demo?stage=retrieval")
+    assert page.locator("#rows tr.trace-row td:first-child").all_inner_texts() == ["9"]
+    assert page.locator("#rows tr.trace-row a.trace-link").inner_text() == "t-q8"
+    ctx.close()
+
+
+def test_annotate_panel_shows_all_16_types_in_a_laptop_window(
+    server: tuple[str, Path], browser: Any
+) -> None:
+    base, _ = server
+    ctx, page = _open(browser, base)
+    page.goto(base + "/runs/demo/annotate?annotator=dora&i=0")
+    items = page.locator("#typelist [data-type]")
+    assert items.count() == 16
+    for n in range(16):
+        item = items.nth(n)
+        assert item.is_visible()
+        assert _inside(item.bounding_box(), LAPTOP["width"], LAPTOP["height"]), (
+            item.get_attribute("data-type"),
+            item.bounding_box(),
+        )
+        assert item.evaluate(SEEN), item.get_attribute("data-type")
+    e16 = page.locator("#typelist [data-type='E16']")
+    assert "Numerical" in e16.inner_text()
+    # reachable by mouse where it stands (no scrolling needed) and by keyboard
+    e16.click()
+    assert page.inner_text("#type-chosen") == "E16"
+    page.keyboard.press("t")
+    page.keyboard.type("16")
+    page.keyboard.press("Enter")
+    page.keyboard.press("Escape")
+    assert page.inner_text("#type-chosen") == ""
+    assert _inside(page.locator("#save").bounding_box(), LAPTOP["width"], LAPTOP["height"])
+    ctx.close()
+
+
+def test_key_help_fits_the_window_or_scrolls(server: tuple[str, Path], browser: Any) -> None:
+    base, _ = server
+    ctx, page = _open(browser, base)
+    page.goto(base + "/runs/demo/annotate?annotator=dora&i=2")
+    help_box = page.locator("#keyhelp")
+    assert not help_box.is_visible()
+    page.keyboard.press("?")
+    assert help_box.is_visible()
+    assert _inside(help_box.bounding_box(), LAPTOP["width"], LAPTOP["height"])
+    last = page.locator("#keyhelp li").last
+    assert "this help" in last.inner_text()
+    assert _inside(last.bounding_box(), LAPTOP["width"], LAPTOP["height"])
+    assert last.evaluate(SEEN)
+    page.keyboard.press("Escape")
+    assert not help_box.is_visible()
+    # the page scrolled down, then a low window: the box stays in it and scrolls inside
+    page.set_viewport_size({"width": 1280, "height": 240})
+    page.mouse.wheel(0, 2000)
+    page.keyboard.press("?")
+    assert help_box.is_visible()
+    assert _inside(help_box.bounding_box(), 1280, 240)
+    sizes = help_box.evaluate("e => [e.scrollHeight, e.clientHeight]")
+    assert sizes[0] > sizes[1]  # more than fits: it scrolls
+    last.scroll_into_view_if_needed()
+    assert _inside(last.bounding_box(), 1280, 240)
+    assert last.evaluate(SEEN)
+    assert _inside(help_box.bounding_box(), 1280, 240)
+    page.keyboard.press("?")
+    assert not help_box.is_visible()
+    ctx.close()
+
+
+def test_progress_line_counts_a_save_at_once(server: tuple[str, Path], browser: Any) -> None:
+    base, _ = server
+    ctx, page = _open(browser, base)
+    page.goto(base + "/runs/demo/annotate?annotator=erin&blind=1")
+    progress = page.locator("#progress")
+    assert "0 of 10 labelled by erin" in progress.inner_text()
+    assert "this one is labelled" not in progress.inner_text()
+    page.keyboard.press("1")
+    page.keyboard.press("Enter")  # blind: save, the verdict appears, the page stays
+    page.wait_for_selector("#status.ok")
+    assert "1 of 10 labelled by erin" in progress.inner_text()
+    assert "this one is labelled" in progress.inner_text()
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    assert page.get_attribute("#annot", "data-trace") == "t-q1"
+    assert "1 of 10 labelled by erin" in page.inner_text("#progress")
+    # the last trace, shown with the verdict: the save stays on the page
+    page.goto(base + "/runs/demo/annotate?annotator=erin&i=9")
+    page.keyboard.press("1")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#status.ok")
+    assert "2 of 10 labelled by erin" in page.inner_text("#progress")
+    # labelling the same trace again counts it once ("saving…" clears the old mark at once)
+    page.keyboard.press("2")
+    with page.expect_response(lambda r: r.url.endswith("/annotations")) as saved:
+        page.keyboard.press("Enter")
+    assert saved.value.json()["n_labelled"] == 2
+    page.wait_for_selector("#status.ok")
+    assert "2 of 10 labelled by erin" in page.inner_text("#progress")
+    ctx.close()
+
+
+def test_confidence_line_speaks_plainly(server: tuple[str, Path], browser: Any) -> None:
+    base, _ = server
+    ctx, page = _open(browser, base)
+    page.goto(base + "/runs/demo/traces/t-q6")
+    line = page.locator("#confidence")
+    text = line.inner_text()
+    assert text.startswith("0.97: the estimated chance that this verdict is right"), text
+    assert "how often verdicts like this one were right on labelled data" in text
+    # the fitted model is one click away, not in the line
+    assert "first-contact" not in text and "C=10" not in text and "model (" not in text
+    assert not page.locator("#confidence details .text").is_visible()
+    page.click("#confidence summary")
+    basis = page.locator("#confidence details .text")
+    assert basis.is_visible()
+    assert basis.inner_text().startswith("failing model (fit on")
+    # an undetermined diagnosis says why it has none
+    page.goto(base + "/runs/demo/traces/t-q9")
+    assert page.inner_text("#confidence") == "undetermined: no verdict to be confident in"
+    ctx.close()

@@ -501,7 +501,7 @@ def annotate_page(request: Request) -> Response:
     if blind:
         base["blind"] = "1"
     panel, _ = _safe_panel(view.path, labels.name)
-    n_done = sum(1 for tid in order if tid in done)
+    n_done = _n_labelled(order, done)
     return st.render(
         request,
         "annotate.html.j2",
@@ -530,6 +530,11 @@ def annotate_page(request: Request) -> Response:
             "question_type": view.label(trace_id) or trace.example.label,
         },
     )
+
+
+def _n_labelled(trace_ids: Sequence[str], done: Mapping[str, Any]) -> int:
+    """How many of the run's traces the annotator has labelled."""
+    return sum(1 for tid in trace_ids if tid in done)
 
 
 def _safe_panel(run_dir: Path, taxonomy: str) -> tuple[AgreementPanel | None, str | None]:
@@ -627,15 +632,24 @@ def _save(st: _State, key: str, body: Mapping[str, Any]) -> dict[str, Any]:
         note=note,
         taxonomy=labels.name,
     )
+    store = AnnotationStore(view.path)
     try:
         with st.save_lock:
-            ann = AnnotationStore(view.path).save(ann)
+            ann = store.save(ann)
+            done = store.load(annotator)
     except ValueError as exc:
         raise HTTPException(400, str(exc)) from None
     saved = asdict(ann)
     saved["types"] = list(ann.types)
-    # the tool's verdict only now: in blind mode the page asked after saving
-    return {"saved": saved, "verdict": _verdict(view.diagnosis(trace_id))}
+    ids = view.trace_ids()
+    return {
+        "saved": saved,
+        # the tool's verdict only now: in blind mode the page asked after saving
+        "verdict": _verdict(view.diagnosis(trace_id)),
+        # the page's progress line counts this save at once
+        "n_labelled": _n_labelled(ids, done),
+        "n_traces": len(ids),
+    }
 
 
 def _request_panel(request: Request) -> tuple[str, str, AgreementPanel | None, str | None]:

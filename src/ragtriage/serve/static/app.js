@@ -88,6 +88,7 @@
     var chosen = document.getElementById("type-chosen");
     var note = document.getElementById("note");
     var qtype = document.getElementById("qtype");
+    var help = document.getElementById("keyhelp");
 
     function say(text, kind) {
       status.textContent = text;
@@ -177,6 +178,19 @@
         box.appendChild(k); box.appendChild(val);
       });
     }
+    function showProgress(j) {
+      // the progress line counts this save at once, not on the next page
+      var done = document.getElementById("n-done");
+      var mark = document.getElementById("this-labelled");
+      if (done && typeof j.n_labelled === "number" && typeof j.n_traces === "number") {
+        done.textContent = j.n_labelled + " of " + j.n_traces + " labelled by " + root.getAttribute("data-annotator");
+      }
+      if (mark && !mark.firstChild) {
+        mark.appendChild(document.createTextNode(" · "));
+        var b = document.createElement("b"); b.textContent = "this one is labelled";
+        mark.appendChild(b);
+      }
+    }
     function refreshKappa() {
       var annotator = root.getAttribute("data-annotator");
       var tax = root.getAttribute("data-taxonomy");
@@ -235,6 +249,7 @@
         state.busy = false;
         if (!res[0]) { say("not saved: " + (res[1].error || "error"), "err"); return; }
         state.saved = true;
+        showProgress(res[1]);
         var next = root.getAttribute("data-next");
         if (blind && !state.revealed) {
           state.revealed = true;
@@ -275,7 +290,8 @@
       else if (k === "Enter" || k === "s") { e.preventDefault(); onEnter(); }
       else if (k === "j" || k === "ArrowRight") { follow("next"); }
       else if (k === "k" || k === "ArrowLeft") { follow("prev"); }
-      else if (k === "?") { document.getElementById("keyhelp").classList.toggle("hidden"); }
+      else if (k === "?") { help.classList.toggle("hidden"); }
+      else if (k === "Escape" && !help.classList.contains("hidden")) { help.classList.add("hidden"); }
     });
     qtype.addEventListener("change", function () { state.saved = false; });
     note.addEventListener("input", function () { state.saved = false; });
