@@ -57,7 +57,11 @@ CASES: dict[str, tuple[str, Path, dict[str, Any]]] = {
     ),
     "langfuse": ("langfuse", FIX / "langfuse_traces.json", {}),
     "columns": ("columns", FIX / "columns.csv", {"columns": COLUMNS}),
+    "ragchecker_input": ("ragchecker", FIX / "ragchecker_input.json", {}),
+    "ragchecker_output": ("ragchecker", FIX / "ragchecker_output.json", {}),
 }
+RC_IN = FIX / "ragchecker_input.json"
+RC_OUT = FIX / "ragchecker_output.json"
 
 
 def _diagnose(traces: list[Trace]) -> dict[str, Diagnosis]:
@@ -644,3 +648,241 @@ def test_list_cells_split_by_a_separator(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     (back,) = read_records(tmp_path / "o" / "traces.jsonl", Trace)
     assert len(back.context) == 2
+
+
+# ------------------------------------------------------------------------- RAGChecker
+
+
+def _without(t: Trace, *meta: str) -> Trace:
+    """``t`` without the run id, the source path and the named metadata keys."""
+    ex = t.example.model_copy(update={"metadata": {}})
+    kept = {k: v for k, v in t.metadata.items() if k not in ("import", *meta)}
+    return t.model_copy(update={"example": ex, "metadata": kept, "run_id": None})
+
+
+def test_ragchecker_input_and_output_import_and_diagnose(tmp_path: Path) -> None:
+    """RAGChecker's input file (records under 'input_data') and its output file (under
+    'results', with claims, entailment labels and metrics per item) import by the CLI
+    into the same traces, the checker's findings kept in metadata.ragchecker, and
+    diagnose: a correct answer, a wrong answer from the right passage (generation) and a
+    missing amount (retrieval)."""
+    runner = CliRunner()
+    for name, src in (("in", RC_IN), ("out", RC_OUT)):
+        r = runner.invoke(app, ["import", "ragchecker", str(src), "--out", str(tmp_path / name)])
+        assert r.exit_code == 0, r.output
+        assert "wrote 3 trace(s)" in r.output
+        r = runner.invoke(
+            app, ["diagnose", str(tmp_path / name), "--no-progress", "--workers", "1"]
+        )
+        assert r.exit_code == 0, r.output
+    t_in = list(read_records(tmp_path / "in" / "traces.jsonl", Trace))
+    t_out = list(read_records(tmp_path / "out" / "traces.jsonl", Trace))
+    assert [t.trace_id for t in t_in] == ["rc-1", "rc-2", "rc-3"]
+    assert [_without(t) for t in t_in] == [_without(t, "ragchecker") for t in t_out]
+    first = t_in[0]
+    assert first.example.query == "How many people work at Acme Corp's Tucson plant?"
+    assert first.example.answer == "The Tucson plant of Acme Corp employs 320 people."
+    assert [c.doc_id for c in first.chunks] == ["p-17", "p-04"]  # RAGChecker's doc_id
+    assert [h.score for h in first.retrieved] == [None, None]  # RAGChecker keeps no scores
+    assert "ragchecker" not in first.metadata
+    checked = t_out[1].metadata["ragchecker"]
+    assert isinstance(checked, dict)
+    assert checked["metrics"] == json.loads(RC_OUT.read_text())["results"][1]["metrics"]
+    assert checked["answer2response"] == ["Contradiction"]
+    assert len(checked["response_claims"]) == 1  # type: ignore[arg-type]
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["import"]["format"] == "ragchecker"
+    for name in ("in", "out"):
+        d = {x.trace_id: x for x in read_records(tmp_path / name / "diagnoses.jsonl", Diagnosis)}
+        assert d["rc-1"].needs_diagnosis is False
+        assert d["rc-2"].stage is Stage.GENERATION  # Geneva was in the passage
+        assert d["rc-3"].stage is Stage.RETRIEVAL  # 3亿元 was in no passage
+        assert any("missing: 3亿元" in e for e in d["rc-3"].evidence)
+
+
+def test_ragchecker_with_documents_locates_its_passages(tmp_path: Path) -> None:
+    res = import_traces("ragchecker", RC_OUT, tmp_path, documents=DOCS)
+    assert res.stats.passages["none"] == 0 and res.stats.minimal == 0
+    by_id = {t.trace_id: t for t in res.traces}
+    assert by_id["rc-1"].example.doc_ids == ["acme"]
+    assert by_id["rc-3"].example.doc_ids == ["zh-co"]
+    passage = by_id["rc-1"].chunks[0] if by_id["rc-1"].chunks else by_id["rc-1"].gt_doc_chunks[0]
+    assert passage.doc_id == "acme"
+
+
+def test_ragchecker_trace_page_shows_absent_scores(tmp_path: Path) -> None:
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from ragtriage.serve import create_app
+
+    run = tmp_path / "runs" / "rc"
+    import_traces("ragchecker", RC_OUT, run)
+    runner = CliRunner()
+    r = runner.invoke(app, ["diagnose", str(run), "--no-progress", "--workers", "1"])
+    assert r.exit_code == 0, r.output
+    client = TestClient(create_app([tmp_path / "runs"]))
+    page = client.get("/runs/rc/traces/rc-3")
+    assert page.status_code == 200
+    assert "某公司计划为新工厂投资多少？" in page.text
+    assert "no score recorded" in page.text  # a hit without a score says so
+    assert "score 0." not in page.text and "score 1." not in page.text  # none made up
+
+
+def test_ragchecker_bad_items_name_the_field_and_how_the_file_was_read(tmp_path: Path) -> None:
+    doc = json.loads(RC_OUT.read_text(encoding="utf-8"))
+    doc["results"][1]["metrics"]["recall"] = "high"
+    src = _bad(tmp_path, "rc.json", json.dumps(doc))
+    with pytest.raises(InputError) as err:
+        import_traces("ragchecker", src, None)
+    assert (err.value.path, err.value.field) == (f"{src}[row 2]", "metrics.recall")
+    assert "read as 3 rows from the list under 'results' of a JSON object" in str(err.value)
+    assert "other top-level keys: metrics" in str(err.value)
+    del doc["results"][0]["query"]
+    doc["results"][1]["metrics"]["recall"] = 0.5
+    src.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        import_traces("ragchecker", src, None)
+    assert (err.value.path, err.value.field) == (f"{src}[row 1]", "query")
+
+
+# -------------------------------------------------------- records under a key, errors
+
+
+def _ragas_row(i: int) -> dict[str, Any]:
+    return {
+        "question": f"Question {i}?",
+        "contexts": ["Acme Corp was founded in 1999 in Springfield by Wile Coyote."],
+        "answer": "In 1999.",
+        "ground_truth": "1999",
+    }
+
+
+def test_records_under_a_top_level_key_are_found(tmp_path: Path) -> None:
+    rows = [_ragas_row(1), _ragas_row(2)]
+    # the object's only list of objects, whatever its name
+    only = _bad(tmp_path, "only.json", json.dumps({"meta": {"v": 1}, "qa_pairs": rows}))
+    assert len(import_traces("ragas", only, None).traces) == 2
+    # an object with values of its own is one record: a Langfuse trace download keeps
+    # its 'observations' (its only list of objects) inside the row
+    trace = json.loads((FIX / "langfuse_traces.json").read_text(encoding="utf-8"))[0]
+    one = _bad(tmp_path, "one_trace.json", json.dumps(trace))
+    (t,) = import_traces("langfuse", one, None).traces
+    assert t.trace_id == trace["id"] and t.example.query == trace["input"]["question"]
+    named = _bad(tmp_path, "named.json", json.dumps({"dataset": "mine", "qa_pairs": rows}))
+    with pytest.raises(InputError) as err:
+        import_traces("ragas", named, None)
+    assert "read as 1 row from a JSON object; top-level keys: dataset, qa_pairs — the " in str(
+        err.value
+    )
+    assert "records may sit under 'qa_pairs': use --records-key qa_pairs" in str(err.value)
+    # several lists of objects: read as one row, and the error points at --records-key
+    several = {"qa_pairs": rows, "runs": [{"name": "a"}], "meta": {"v": 1}}
+    src = _bad(tmp_path, "several.json", json.dumps(several))
+    with pytest.raises(InputError) as err:
+        import_traces("ragas", src, None)
+    msg = str(err.value)
+    assert "read as 1 row from a JSON object; top-level keys: qa_pairs, runs, meta" in msg
+    assert "one of 'qa_pairs', 'runs': use --records-key KEY" in msg
+    assert len(import_traces("ragas", src, None, records_key="qa_pairs").traces) == 2
+    # a dotted path, by the library and the CLI
+    nested = _bad(tmp_path, "nested.json", json.dumps({"payload": {"batch": {"rows": rows}}}))
+    with pytest.raises(InputError) as err:
+        import_traces("ragas", nested, None)
+    assert "may sit under 'payload.batch.rows': use --records-key payload.batch.rows" in str(
+        err.value
+    )
+    out = tmp_path / "run"
+    r = CliRunner().invoke(
+        app,
+        ["import", "ragas", str(nested), "--out", str(out), "--records-key", "payload.batch.rows"],
+    )
+    assert r.exit_code == 0, r.output
+    assert json.loads((out / "manifest.json").read_text())["import"]["records_key"] == (
+        "payload.batch.rows"
+    )
+    # a pretty-printed document saved as .jsonl is read as that document
+    pretty = _bad(tmp_path, "pretty.jsonl", RC_IN.read_text(encoding="utf-8"))
+    assert [t.trace_id for t in import_traces("ragchecker", pretty, None).traces] == [
+        "rc-1",
+        "rc-2",
+        "rc-3",
+    ]
+
+
+def test_records_key_errors_name_what_is_there(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as err:
+        import_traces("ragchecker", RC_OUT, None, records_key="input_data")
+    assert err.value.field == "--records-key"
+    assert "no key 'input_data' (top-level keys: results, metrics)" in str(err.value)
+    with pytest.raises(InputError, match="'metrics' holds an object, not a list"):
+        import_traces("ragchecker", RC_OUT, None, records_key="metrics")
+    with pytest.raises(InputError, match=r"names a list inside a JSON document; this \.csv"):
+        import_traces("ragas", FIX / "ragas_v02.csv", None, records_key="data")
+    arr = _bad(tmp_path, "arr.json", json.dumps([_ragas_row(1)]))
+    with pytest.raises(InputError, match="the document is a JSON array, not an object"):
+        import_traces("ragas", arr, None, records_key="data")
+
+
+def test_every_importer_error_says_how_the_file_was_read(tmp_path: Path) -> None:
+    # the issue's case: a RAGChecker file read as RAGAS
+    with pytest.raises(InputError) as err:
+        import_traces("ragas", RC_IN, None)
+    assert err.value.path == f"{RC_IN}[row 1]" and err.value.field == "user_input"
+    assert str(err.value).endswith(
+        "missing column (one of user_input, question) — read as 3 rows from the list under "
+        "'input_data' of a JSON object; --records-key KEY names another list"
+    )
+    lines = _bad(tmp_path, "r.jsonl", json.dumps(_ragas_row(1)) + "\n" + '{"question": 3,\n')
+    with pytest.raises(InputError) as err:
+        import_traces("ragas", lines, None)
+    assert err.value.line == 2 and "read as JSON Lines, one row per line" in str(err.value)
+    no_gold = {k: v for k, v in _ragas_row(2).items() if k != "ground_truth"}
+    lines.write_text(json.dumps(_ragas_row(1)) + "\n" + json.dumps(no_gold) + "\n")
+    with pytest.raises(InputError) as err:
+        import_traces("ragas", lines, None)
+    assert (err.value.line, err.value.field) == (2, "reference")
+    assert "— read as JSON Lines, one row per line" in str(err.value)
+    csv_src = _bad(tmp_path, "r.csv", "user_input,response,reference\nq?,x,y\n")
+    with pytest.raises(InputError) as err:
+        import_traces("ragas", csv_src, None)
+    assert (err.value.line, err.value.field) == (2, "retrieved_contexts")
+    assert "read as CSV with the header columns user_input, response, reference" in str(err.value)
+    for text, how in (
+        ("", "read as JSON Lines, one row per line: the file has no non-blank line"),
+        ('{"input_data": []}', "read as 0 rows from the list under 'input_data'"),
+        ("[]", "read as 0 rows from a JSON array"),
+    ):
+        empty = _bad(tmp_path, "e.json" if text else "e.jsonl", text)
+        with pytest.raises(InputError, match="no rows found") as err:
+            import_traces("ragchecker", empty, None)
+        assert how in str(err.value)
+    broken = _bad(tmp_path, "b.json", '{\n  "input_data": [\n    {"query": "q?",}\n  ]\n}\n')
+    with pytest.raises(InputError) as err:
+        import_traces("ragchecker", broken, None)
+    assert err.value.line == 3 and "read as one JSON document; nor is it JSON Lines" in str(
+        err.value
+    )
+
+
+def test_a_dataset_loader_points_another_tools_file_to_import() -> None:
+    with pytest.raises(InputError) as err:
+        load_documents(RC_IN)  # RAGChecker's file given as the corpus
+    assert "cannot tell the dataset format" in str(err.value)
+    assert f"a RAGChecker file: import it with `ragtriage import ragchecker {RC_IN}" in str(
+        err.value
+    )
+
+
+def test_cli_import_error_names_the_file_row_field_and_reading(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ragtriage.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["import", "ragas", str(RC_IN), "--out", str(tmp_path / "x")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"{RC_IN}[row 1]:user_input: missing column" in err
+    assert "read as 3 rows from the list under 'input_data'" in err
+    assert not (tmp_path / "x" / "traces.jsonl").exists()

@@ -1,7 +1,9 @@
 """``ragtriage import FORMAT SRC --out RUN`` — traces from another tool's data.
 
-Formats: ``ragas``, ``deepeval``, ``openinference``, ``langfuse``, ``columns`` (see
-:mod:`ragtriage.integrations` and docs/formats.md). With ``--documents``, retrieved
+Formats: ``ragas``, ``deepeval``, ``ragchecker``, ``openinference``, ``langfuse``,
+``columns`` (see :mod:`ragtriage.integrations` and docs/formats.md). A JSON object's
+records are found under a usual key or its only list of objects; ``--records-key``
+names the list. With ``--documents``, retrieved
 passages are located in the documents and the gold documents are chunked around them
 (full diagnosis); without, minimal traces (chunking reported as not observable).
 """
@@ -18,7 +20,7 @@ __all__ = ["register"]
 
 # the integrations (and the diagnosis modules they use) load when the command runs,
 # so `ragtriage --help` stays light; ragtriage.integrations.IMPORT_FORMATS is the same
-_FORMATS = ("ragas", "deepeval", "openinference", "langfuse", "columns")
+_FORMATS = ("ragas", "deepeval", "ragchecker", "openinference", "langfuse", "columns")
 
 
 def register(app: typer.Typer) -> None:
@@ -42,6 +44,13 @@ def register(app: typer.Typer) -> None:
             "+ reference per row.",
         ),
         run_id: str | None = typer.Option(None, "--run-id", help="Run id of the traces."),
+        records_key: str | None = typer.Option(
+            None,
+            "--records-key",
+            help="Key of the list of records inside a JSON document (a dotted path: "
+            "data.items); default: a usual key (data, input_data, results ...) or the "
+            "object's only list of objects.",
+        ),
         question_col: str = typer.Option("question", "--question-col", help="columns format"),
         contexts_col: str = typer.Option(
             "contexts", "--contexts-col", help="columns: passages given to the generator"
@@ -69,7 +78,8 @@ def register(app: typer.Typer) -> None:
             "(default: a cell is a JSON list, a list literal or one item).",
         ),
     ) -> None:
-        """Import RAGAS / DeepEval / OpenInference / Langfuse / column data as traces."""
+        """Import RAGAS / DeepEval / RAGChecker / OpenInference / Langfuse / column data
+        as traces."""
         from ragtriage.integrations import IMPORT_FORMATS, column_map, import_traces
 
         if fmt not in IMPORT_FORMATS:
@@ -101,6 +111,7 @@ def register(app: typer.Typer) -> None:
             columns=cmap,
             run_id=run_id,
             list_sep=list_sep,
+            records_key=records_key,
         )
         typer.echo(f"{out / 'traces.jsonl'}: wrote {len(result.traces)} trace(s) from {src}")
         for line in result.stats.lines()[1:]:

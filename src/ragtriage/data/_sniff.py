@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from ragtriage.data._clapnq import DOC_ID_COLUMNS, load_clapnq
 from ragtriage.data._dataset import Dataset
@@ -20,7 +21,16 @@ from ragtriage.data._generic import (
 )
 from ragtriage.errors import InputError
 
-__all__ = ["FORMATS", "load_dataset", "sniff_directory", "sniff_file"]
+__all__ = [
+    "FORMATS",
+    "IMPORT_FORMAT_NAMES",
+    "RECORD_LIST_KEYS",
+    "guess_import_format",
+    "import_hint",
+    "load_dataset",
+    "sniff_directory",
+    "sniff_file",
+]
 
 #: Formats :func:`load_dataset` accepts besides ``"auto"``.
 FORMATS = ("generic", "folder", "dragonball", "clapnq")
@@ -80,6 +90,113 @@ def sniff_file(path: str | Path) -> str | None:
     except (json.JSONDecodeError, RecursionError):
         return None
     return _kind_of(obj) if isinstance(obj, dict) else None
+
+
+# ---------------------------------------------------------------- other tools' files
+# Which import format a file looks like, from the keys of its first record: for the
+# errors of `ragtriage validate` (ragtriage's own record files) and of the dataset
+# loaders, so a file of another tool is pointed to `ragtriage import FORMAT`.
+
+#: how the formats are called in messages
+IMPORT_FORMAT_NAMES: Final = {
+    "ragas": "RAGAS",
+    "deepeval": "DeepEval",
+    "ragchecker": "RAGChecker",
+    "openinference": "OpenInference (Phoenix) spans",
+    "langfuse": "Langfuse",
+}
+_GUESS_MAX_BYTES: Final = 256 << 20
+#: keys under which a JSON export keeps its list of records, first present list wins (the
+#: importers read them so too; RAGChecker: ``input_data`` in its input files, ``results``
+#: in its output files)
+RECORD_LIST_KEYS: Final = (
+    "test_cases",
+    "goldens",
+    "data",
+    "rows",
+    "examples",
+    "spans",
+    "traces",
+    "items",
+    "records",
+    "samples",
+    "input_data",
+    "results",
+)
+
+
+def _by_keys(obj: Mapping[str, Any]) -> str | None:
+    keys = set(obj)
+    if "resourceSpans" in keys:
+        return "openinference"
+    if {"query", "gt_answer"} <= keys or {"query", "retrieved_context"} <= keys:
+        return "ragchecker"
+    if "user_input" in keys and keys & {"retrieved_contexts", "response", "reference"}:
+        return "ragas"
+    if {"question", "contexts"} <= keys and keys & {"answer", "ground_truth", "ground_truths"}:
+        return "ragas"
+    if "input" in keys and keys & {"actual_output", "actualOutput", "retrieval_context"}:
+        return "deepeval"
+    if "span_kind" in keys or (
+        isinstance(obj.get("context"), Mapping) and "trace_id" in obj["context"]
+    ):
+        return "openinference"
+    if "observations" in keys or {"traceId", "type"} <= keys:
+        return "langfuse"
+    return None
+
+
+def _first_record(path: Path) -> Mapping[str, Any] | None:
+    try:
+        with path.open("rb") as fh:
+            for raw in fh:
+                if raw.strip():
+                    line = raw[:_SNIFF_BYTES]
+                    break
+            else:
+                return None
+        try:
+            obj = json.loads(line.decode("utf-8-sig"))
+        except ValueError:
+            if path.stat().st_size > _GUESS_MAX_BYTES:
+                return None
+            obj = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if isinstance(obj, list):
+        obj = obj[0] if obj else None
+    if not isinstance(obj, Mapping):
+        return None
+    lists = [k for k in RECORD_LIST_KEYS if isinstance(obj.get(k), list)]
+    if not lists and not any(isinstance(v, str | int | float) for v in obj.values()):
+        lists = [
+            k for k, v in obj.items() if isinstance(v, list) and v and isinstance(v[0], Mapping)
+        ]
+    if lists:
+        items = obj[lists[0]]
+        return items[0] if items and isinstance(items[0], Mapping) else None
+    return obj
+
+
+def guess_import_format(path: str | Path) -> str | None:
+    """The import format (one of :data:`IMPORT_FORMAT_NAMES`) the file's first record looks
+    like, or ``None``."""
+    p = Path(path)
+    if p.suffix.lower() not in (".json", ".jsonl", ".ndjson", ".txt", ""):
+        return None
+    obj = _first_record(p)
+    return _by_keys(obj) if obj is not None else None
+
+
+def import_hint(path: str | Path) -> str:
+    """``"; this file looks like a RAGChecker file: import it with ..."``, or ``""``."""
+    fmt = guess_import_format(path)
+    if fmt is None:
+        return ""
+    return (
+        f"; this file looks like a {IMPORT_FORMAT_NAMES[fmt]} file: import it with "
+        f"`ragtriage import {fmt} {path} --out RUN` (then `ragtriage validate RUN`)"
+    )
 
 
 def sniff_directory(root: Path) -> dict[str, list[Path]]:
@@ -193,7 +310,8 @@ def _auto_file(kind: str | None, path: Path) -> str:
         if path.suffix.lower() in TEXT_SUFFIXES:
             raise InputError("a single text file is not a dataset; pass its folder", path=str(path))
         raise InputError(
-            "cannot tell the dataset format from the first line; pass format=", path=str(path)
+            "cannot tell the dataset format from the first line (pass format=)" + import_hint(path),
+            path=str(path),
         )
     family = kind.split("_", 1)[0]
     if kind == "clapnq_passages":

@@ -1,5 +1,6 @@
-"""Bring your own traces: importers from RAGAS / DeepEval datasets, OpenInference
-(Phoenix) spans, Langfuse exports and arbitrary tables, and pandas frames.
+"""Bring your own traces: importers from RAGAS / DeepEval datasets, RAGChecker input
+and output files, OpenInference (Phoenix) spans, Langfuse exports and arbitrary tables,
+and pandas frames.
 
 ``import_traces("ragas", "eval.jsonl", "runs/mine", documents="docs/")`` writes
 ``runs/mine/traces.jsonl``; see ``docs/formats.md`` ("Importing traces") for the
@@ -22,6 +23,7 @@ from ragtriage.integrations._importer import (
     read_rows,
 )
 from ragtriage.integrations._locate import FUZZY_THRESHOLD, Located, Locator, partition
+from ragtriage.integrations._ragchecker import RAGCHECKER
 from ragtriage.integrations._rows import ImportedRow, RetrievedText, Where
 
 __all__ = [
@@ -29,6 +31,7 @@ __all__ = [
     "FUZZY_THRESHOLD",
     "IMPORT_FORMATS",
     "RAGAS",
+    "RAGCHECKER",
     "ColumnMap",
     "ImportResult",
     "ImportStats",

@@ -267,7 +267,9 @@ class _Builder:
                 },
             )
         except ValidationError as exc:
-            raise validation_to_input_error(exc, path=row.where.path, line=row.where.line) from exc
+            raise row.where.wrap(
+                validation_to_input_error(exc, path=row.where.path, line=row.where.line)
+            ) from exc
 
 
 def _scores_note(scored: Counter[bool]) -> str:

@@ -28,7 +28,7 @@ from ragtriage.integrations._rows import (
     retrieved_list,
 )
 
-__all__ = ["DEEPEVAL", "RAGAS", "ColumnMap", "rows_from_records"]
+__all__ = ["DEEPEVAL", "RAGAS", "ColumnMap", "row_from_record", "rows_from_records"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +133,11 @@ def _row(obj: dict[str, Any], cmap: ColumnMap, where: Where, index: int) -> Impo
         reference_contexts=tuple(as_text_list(rctx, where, rname, sep)) if rname else (),
         reference_doc_ids=tuple(as_text_list(docs, where, dname, sep)) if dname else (),
     )
+
+
+def row_from_record(obj: dict[str, Any], cmap: ColumnMap, where: Where, index: int) -> ImportedRow:
+    """The row of one record (``index``: its 1-based place, for a default id)."""
+    return _row(obj, cmap, where, index)
 
 
 def rows_from_records(

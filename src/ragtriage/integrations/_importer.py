@@ -16,6 +16,7 @@ from ragtriage.integrations._build import ImportStats, build_traces
 from ragtriage.integrations._columns import DEEPEVAL, RAGAS, ColumnMap, rows_from_records
 from ragtriage.integrations._langfuse import read_langfuse
 from ragtriage.integrations._openinference import read_openinference
+from ragtriage.integrations._ragchecker import read_ragchecker
 from ragtriage.integrations._rows import ImportedRow
 from ragtriage.integrations._spans import GoldTable, load_gold
 from ragtriage.integrations._tabular import read_table
@@ -31,7 +32,14 @@ __all__ = [
     "read_rows",
 ]
 
-IMPORT_FORMATS: tuple[str, ...] = ("ragas", "deepeval", "openinference", "langfuse", "columns")
+IMPORT_FORMATS: tuple[str, ...] = (
+    "ragas",
+    "deepeval",
+    "ragchecker",
+    "openinference",
+    "langfuse",
+    "columns",
+)
 
 
 def column_map(
@@ -67,22 +75,32 @@ def read_rows(
     columns: ColumnMap | None = None,
     references: GoldTable | None = None,
     list_sep: str | None = None,
+    records_key: str | None = None,
 ) -> Iterator[ImportedRow]:
-    """Rows of ``src`` read as ``fmt`` (``list_sep``: see :class:`ColumnMap`)."""
+    """Rows of ``src`` read as ``fmt`` (``list_sep``: see :class:`ColumnMap`;
+    ``records_key``: the list of records inside a JSON document, a dotted path)."""
+    key = records_key
     if fmt == "ragas":
-        return rows_from_records(read_table(src), replace(RAGAS, list_sep=list_sep))
+        return rows_from_records(
+            read_table(src, records_key=key), replace(RAGAS, list_sep=list_sep)
+        )
     if fmt == "deepeval":
-        return rows_from_records(read_table(src), replace(DEEPEVAL, list_sep=list_sep))
+        return rows_from_records(
+            read_table(src, records_key=key), replace(DEEPEVAL, list_sep=list_sep)
+        )
+    if fmt == "ragchecker":
+        return read_ragchecker(src, records_key=key)
     if fmt == "columns":
         if columns is None:
             raise InputError("the columns format needs the column names", field="columns")
         return rows_from_records(
-            read_table(src), replace(columns, list_sep=list_sep or columns.list_sep)
+            read_table(src, records_key=key),
+            replace(columns, list_sep=list_sep or columns.list_sep),
         )
     if fmt == "openinference":
-        return read_openinference(src, references)
+        return read_openinference(src, references, records_key=key)
     if fmt == "langfuse":
-        return read_langfuse(src, references)
+        return read_langfuse(src, references, records_key=key)
     raise InputError(f"unknown format {fmt!r}; expected one of {', '.join(IMPORT_FORMATS)}")
 
 
@@ -112,10 +130,23 @@ def import_traces(
     columns: ColumnMap | None = None,
     run_id: str | None = None,
     list_sep: str | None = None,
+    records_key: str | None = None,
 ) -> ImportResult:
-    """Import ``src`` as ``fmt``; with ``out``, write ``out/traces.jsonl`` atomically."""
+    """Import ``src`` as ``fmt``; with ``out``, write ``out/traces.jsonl`` atomically.
+    ``records_key`` names the list of records inside a JSON document (a dotted path);
+    without it a JSON object's records are found under a usual key (``data``,
+    ``input_data``, ``results`` ...) or its only list of objects."""
     golds = load_gold(references) if references is not None else None
-    rows = list(read_rows(fmt, src, columns=columns, references=golds, list_sep=list_sep))
+    rows = list(
+        read_rows(
+            fmt,
+            src,
+            columns=columns,
+            references=golds,
+            list_sep=list_sep,
+            records_key=records_key,
+        )
+    )
     if not rows:
         raise InputError("no rows found", path=str(src))
     docs: Sequence[Document] | None = (
@@ -135,6 +166,7 @@ def import_traces(
             "source": str(src),
             "documents": str(documents) if isinstance(documents, str | Path) else None,
             "references": str(references) if references is not None else None,
+            "records_key": records_key,
             "traces": len(traces),
             "passages_located": dict(stats.passages),
             "gold_docs_from": dict(stats.gold_docs_from),

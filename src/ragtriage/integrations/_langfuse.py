@@ -86,10 +86,10 @@ def _stage_of(obs: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _traces(path: Path) -> Iterator[tuple[Where, dict[str, Any]]]:
+def _traces(path: Path, records_key: str | None) -> Iterator[tuple[Where, dict[str, Any]]]:
     """Traces with their observations; a flat observation export is grouped by traceId."""
     loose: dict[str, tuple[Where, dict[str, Any]]] = {}
-    for where, obj in read_table(path):
+    for where, obj in read_table(path, records_key=records_key):
         if "observations" in obj or "traceId" not in obj:
             yield where, obj
             continue
@@ -100,9 +100,11 @@ def _traces(path: Path) -> Iterator[tuple[Where, dict[str, Any]]]:
     yield from loose.values()
 
 
-def read_langfuse(path: str | Path, golds: GoldTable | None = None) -> Iterator[ImportedRow]:
+def read_langfuse(
+    path: str | Path, golds: GoldTable | None = None, *, records_key: str | None = None
+) -> Iterator[ImportedRow]:
     rows: list[ImportedRow] = []
-    for where, trace in _traces(Path(path)):
+    for where, trace in _traces(Path(path), records_key):
         tid = trace.get("id")
         if not tid:
             raise where.error("id", "trace without an id")

@@ -190,19 +190,26 @@ def _nanos(value: Any) -> int | None:
         return None
 
 
-def _spans(path: str | Path) -> Iterator[tuple[Where, Mapping[str, Any]]]:
-    for loc, obj in read_table(path):
+def _spans(
+    path: str | Path, records_key: str | None = None
+) -> Iterator[tuple[Where, Mapping[str, Any]]]:
+    for loc, obj in read_table(path, records_key=records_key):
         if "resourceSpans" in obj:
             for span in _otlp_spans(obj):
+                yield loc, span
+        elif "scopeSpans" in obj:  # one ResourceSpans of an export's list
+            for span in _otlp_spans({"resourceSpans": [obj]}):
                 yield loc, span
         else:
             yield loc, obj
 
 
-def read_openinference(path: str | Path, golds: GoldTable | None = None) -> Iterator[ImportedRow]:
+def read_openinference(
+    path: str | Path, golds: GoldTable | None = None, *, records_key: str | None = None
+) -> Iterator[ImportedRow]:
     """One row per trace id, in order of first appearance."""
     groups: dict[str, list[tuple[Where, Mapping[str, Any]]]] = {}
-    for loc, obj in _spans(path):
+    for loc, obj in _spans(path, records_key):
         tid = _get(obj, "context.trace_id") or obj.get("trace_id") or obj.get("traceId")
         if not tid:
             raise loc.error("context.trace_id", "span without a trace id")

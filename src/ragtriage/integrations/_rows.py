@@ -20,13 +20,25 @@ __all__ = ["ImportedRow", "RetrievedText", "Where", "as_text", "as_text_list", "
 
 @dataclass(frozen=True, slots=True)
 class Where:
-    """Where a row came from: file, 1-based line (or row number) and, for errors, field."""
+    """Where a row came from: file, 1-based line (or row number) and, for errors, field;
+    ``how`` says how the file was read ("read as 2 rows from the list under
+    'input_data' of a JSON object"), appended to every error so a file read the wrong
+    way shows it."""
 
     path: str
     line: int | None = None
+    how: str | None = None
 
     def error(self, field_name: str | None, message: str) -> InputError:
-        return InputError(message, path=self.path, line=self.line, field=field_name)
+        return InputError(self.explain(message), path=self.path, line=self.line, field=field_name)
+
+    def explain(self, message: str) -> str:
+        """``message`` with how the file was read."""
+        return f"{message} — {self.how}" if self.how else message
+
+    def wrap(self, exc: InputError) -> InputError:
+        """``exc`` (raised for this row's values) with how the file was read."""
+        return InputError(self.explain(exc.message), path=exc.path, line=exc.line, field=exc.field)
 
 
 @dataclass(frozen=True, slots=True)
