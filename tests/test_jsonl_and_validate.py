@@ -59,6 +59,41 @@ def test_validate_cli_ok_and_kind_detection(tmp_path: Path) -> None:
     assert "ok (1 documents)" in proc.stdout
 
 
+def test_validate_names_what_it_expects_and_points_other_tools_files_to_import(
+    tmp_path: Path,
+) -> None:
+    """A RAGChecker or RAGAS file is not one of ragtriage's record files: the error says
+    what `validate` checks (JSON Lines of a schema) and which `ragtriage import FORMAT`
+    reads the file; a record file's own bad line further down gets no such note."""
+    fix = ROOT / "tests" / "fixtures" / "import"
+    for src, fmt in (
+        (fix / "ragchecker_input.json", "ragchecker"),
+        (fix / "ragchecker_output.json", "ragchecker"),
+        (fix / "ragas_v01.jsonl", "ragas"),
+        (fix / "deepeval.json", "deepeval"),
+        (fix / "langfuse_traces.json", "langfuse"),
+        (fix / "openinference_spans.jsonl", "openinference"),
+    ):
+        proc = _ragtriage("validate", str(src))
+        assert proc.returncode == 2, proc.stdout
+        assert "`ragtriage validate` checks ragtriage's own record files: JSON Lines" in proc.stderr
+        assert f"`ragtriage import {fmt} {src} --out RUN`" in proc.stderr
+    # a file named for its kind that is not of it: that kind's schema is named
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text(json.dumps({"trace_id": "t1", "answer": "x"}) + "\n", encoding="utf-8")
+    proc = _ragtriage("validate", str(traces))
+    assert proc.returncode == 2
+    assert f"{traces}:1:example: Field required" in proc.stderr
+    assert "one traces record per line (schema: `ragtriage schema traces`" in proc.stderr
+    assert "ragtriage import" not in proc.stderr  # nothing suggests another tool's format
+    # a documents file whose second record is bad: the error alone
+    docs = tmp_path / "documents.jsonl"
+    docs.write_text('{"doc_id": "d", "text": "t"}\n{"doc_id": ""}\n', encoding="utf-8")
+    proc = _ragtriage("validate", str(docs))
+    assert proc.returncode == 2 and f"{docs}:2:" in proc.stderr
+    assert "checks ragtriage's own record files" not in proc.stderr
+
+
 def test_invalid_json_and_non_object_lines(tmp_path: Path) -> None:
     path = tmp_path / "documents.jsonl"
     path.write_text('{"doc_id": "d", "text": "t"}\n{"doc_id": \n', encoding="utf-8")
