@@ -25,12 +25,13 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ragtriage.records import ERROR_TYPE_NAMES, Diagnosis
 from ragtriage.text import word_tokens
+
+if TYPE_CHECKING:  # numpy loads when tags are clustered: the diagnoser imports this package
+    import numpy as np
 
 __all__ = [
     "MinedCluster",
@@ -134,6 +135,7 @@ class MinedTaxonomy:
 
 def cluster_tags(vectors: np.ndarray[Any, Any], n_clusters: int) -> list[int]:
     """Standardise (z-score per dimension) then Ward-cluster into ``n_clusters``."""
+    import numpy as np
     from sklearn.cluster import AgglomerativeClustering
     from sklearn.preprocessing import StandardScaler
 
@@ -335,6 +337,8 @@ async def mine_runs(
     tags = list(normalized)
     if not tags:
         return MinedTaxonomy(clusters=[], tag_cluster={})
+    import numpy as np
+
     vectors = np.asarray(embedder.embed(tags))
     labels = cluster_tags(vectors, n_clusters)
     names: dict[int, str] = {}
