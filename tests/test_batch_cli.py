@@ -6,13 +6,17 @@ and --llm-batch-submit against the local Batch API server, resumed after a kill.
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from batch_server import answer_lines
+from batch_server import LocalBatchServer, answer_lines
 from diag_helpers import judge_reply, server_reply
 from llm_server import LocalLLMServer, last_user
 from metrics_helpers import metrics_reply
@@ -119,9 +123,13 @@ def _batch_rounds(
 
 
 def _without(rows: list[dict[str, Any]], *keys: str) -> list[dict[str, Any]]:
-    """Rows without what differs between a live run and one served from the cache:
-    calls paid now versus served from the cache."""
-    return [{k: v for k, v in r.items() if k not in keys} for r in rows]
+    """Rows without what differs between a live run and one served from the cache
+    (calls paid now versus served from the cache), in example order (the LLM judge
+    appends diagnoses as they complete)."""
+    return sorted(
+        ({k: v for k, v in r.items() if k not in keys} for r in rows),
+        key=lambda r: str(r["example_id"]),
+    )
 
 
 def _cache_texts(path: Path) -> dict[str, str]:
@@ -314,4 +322,56 @@ def test_diagnose_batch_rounds_follow_the_cascade_and_equal_live(
     assert sum(r["usage"]["calls"] for r in got) == 0
     assert _without(got, "usage") == _without(live_rows, "usage")
     assert any(r["error_type"] for r in got) and not any(r["undetermined"] for r in got)
+    assert _cache_texts(tmp_path / "b.sqlite") == _cache_texts(tmp_path / "live.sqlite")
+
+
+def test_submit_runs_every_round_and_a_killed_run_resumes_the_same_batch(
+    demo_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reply: Reply = server_reply(judge_reply())  # type: ignore[assignment]
+    cfg = tmp_path / "poll.yaml"
+    cfg.write_text("llm: {batch_poll_s: 0.05, max_retries: 0}\n", encoding="utf-8")
+    with LocalBatchServer() as server:
+        server.behaviour.reply = reply
+        base = ["diagnose", str(demo_run), "--judge", "llm", "--model", "judge-model"]
+        base += ["--no-progress", "--base-url", server.base_url, "--config", str(cfg)]
+        live = [*base, "--cache", str(tmp_path / "live.sqlite"), "--out", str(tmp_path / "live")]
+        assert _cli(*live) == 0
+        batch_dir = tmp_path / "batch"
+        args = [*base, "--cache", str(tmp_path / "b.sqlite"), "--out", str(tmp_path / "b")]
+        args += ["--llm-batch-out", str(batch_dir), "--llm-batch-submit"]
+        # the first run is killed while its batch is in progress
+        server.hold = True
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ragtriage", *args],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            state = batch_dir / "batch.json"
+            while not (state.exists() and "batch_id" in state.read_text()):
+                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+                assert time.monotonic() < deadline, "no batch was created"
+                time.sleep(0.1)
+            time.sleep(0.3)  # polling
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        assert server.batches_created == 1 and server.batch_status("batch_1") == "in_progress"
+        assert not (tmp_path / "b" / "diagnoses.jsonl").exists()
+        server.hold = False
+        capsys.readouterr()
+        # the same command again: polls batch_1 instead of paying twice, then the rounds
+        assert _cli(*args) == 0
+        printed = capsys.readouterr().out
+        assert "resuming the batch" in printed and "batch round" in printed
+        history = _lines(batch_dir / "batches.jsonl")
+        assert [h["batch_id"] for h in history] == server.batch_ids()
+        assert history[0]["batch_id"] == "batch_1" and len(history) >= 2  # rounds
+        assert not (batch_dir / "batch.json").exists()
+    got = _lines(tmp_path / "b" / "diagnoses.jsonl")
+    assert _without(got, "usage") == _without(
+        _lines(tmp_path / "live" / "diagnoses.jsonl"), "usage"
+    )
     assert _cache_texts(tmp_path / "b.sqlite") == _cache_texts(tmp_path / "live.sqlite")
