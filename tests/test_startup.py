@@ -109,3 +109,17 @@ def test_offline_commands_import_no_llm_sdk(tmp_path: Path) -> None:
     # the HTML report is the one of these that renders templates
     assert "jinja2" in report
     assert "jinja2" not in diagnose and "jinja2" not in validate
+
+
+def test_the_critic_package_gives_every_public_name_from_its_submodule() -> None:
+    """``ragtriage.critic`` loads its submodules on first use (the diagnoser needs only
+    the error system): every name of ``__all__`` resolves to its submodule's object."""
+    import importlib
+
+    import ragtriage.critic as critic
+
+    assert set(critic.__all__) == set(critic._EXPORTS)
+    for name, module in critic._EXPORTS.items():
+        defined = getattr(importlib.import_module(f"ragtriage.critic.{module}"), name)
+        assert getattr(critic, name) is defined, name
+    assert set(critic.__all__) <= set(dir(critic))

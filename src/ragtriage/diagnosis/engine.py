@@ -20,10 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import multiprocessing
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Literal, cast
 
@@ -169,10 +167,12 @@ class Diagnoser:
         if workers < 1:
             raise InputError("workers must be >= 1", field="workers")
         results: list[Diagnosis | None] = [None] * len(traces)
-        # spawned workers rebuild a default rules diagnoser: custom judges need fork
-        fan_out = not self._custom_judges or "fork" in multiprocessing.get_all_start_methods()
-        if self._judge == "rules" and workers > 1 and len(traces) >= 2 * _MIN_BATCH and fan_out:
-            return await self._diagnose_in_processes(traces, workers, on_result)
+        if self._judge == "rules" and workers > 1 and len(traces) >= 2 * _MIN_BATCH:
+            import multiprocessing  # only for a pool (a one-trace run starts faster)
+
+            # spawned workers rebuild a default rules diagnoser: custom judges need fork
+            if not self._custom_judges or "fork" in multiprocessing.get_all_start_methods():
+                return await self._diagnose_in_processes(traces, workers, on_result)
         if self._judge == "rules":
             # nothing to wait for: avoid the task overhead
             with _no_collections():
@@ -205,6 +205,9 @@ class Diagnoser:
         diagnosing them; re-validating JSON in this process would cost a tenth of a
         diagnosis, taken from the workers' cores)."""
         global _FORKED
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
         ranges = _batches(len(traces), workers)
         use_fork = "fork" in multiprocessing.get_all_start_methods()
         ctx = multiprocessing.get_context("fork" if use_fork else "spawn")
