@@ -375,3 +375,52 @@ def test_submit_runs_every_round_and_a_killed_run_resumes_the_same_batch(
         _lines(tmp_path / "live" / "diagnoses.jsonl"), "usage"
     )
     assert _cache_texts(tmp_path / "b.sqlite") == _cache_texts(tmp_path / "live.sqlite")
+
+
+def generator_reply(body: dict[str, Any], index: int) -> str:
+    question = last_user(body)
+    return "Answer: Marcus Lindqvist. [1]" if "CFO" in question else "Answer: I don't know."
+
+
+def _comparable(trace: dict[str, Any]) -> dict[str, Any]:
+    """A trace without the run id, wall-clock latencies and calls paid (a live run pays,
+    the batch run's final pass reads the cache)."""
+    t = json.loads(json.dumps(trace))
+    t.pop("run_id")
+    for stage in t["stages"].values():
+        for key in ("latency_ms", "calls", "prompt_tokens", "completion_tokens"):
+            stage.pop(key, None)
+    t["metadata"].get("generation", {}).pop("latency_ms", None)
+    return t  # type: ignore[no-any-return]
+
+
+def test_run_with_an_openai_generator_batch_round_trip_equals_live(
+    llm_server: LocalLLMServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    llm_server.behaviour.reply = generator_reply
+    gen = RUN_CFG.replace("generation: {backend: extractive,", "generation: {backend: openai,")
+    # one config (its hash is in every trace); each run caches in its working directory
+    cfg = tmp_path / "gen.yaml"
+    cfg.write_text(gen + f"llm: {{model: gen, base_url: '{llm_server.base_url}'}}\n")
+    base = ["run", "--demo", "--limit", "3", "--no-progress", "--config", str(cfg)]
+    for where in ("live", "b"):
+        (tmp_path / where).mkdir()
+    monkeypatch.chdir(tmp_path / "live")
+    assert _cli(*base, "--out", str(tmp_path / "live" / "run")) == 0
+    capsys.readouterr()
+    monkeypatch.chdir(tmp_path / "b")
+    done = tmp_path / "b" / "run" / "traces.jsonl"
+    batch = [*base, "--out", str(done.parent)]
+    assert _batch_rounds(batch, tmp_path / "batch", done, generator_reply, capsys) == 2
+    served = llm_server.chat_requests
+    got = sorted(_lines(done), key=lambda t: str(t["trace_id"]))
+    live_path = tmp_path / "live" / "run" / "traces.jsonl"
+    live = sorted(_lines(live_path), key=lambda t: str(t["trace_id"]))
+    assert [_comparable(t) for t in got] == [_comparable(t) for t in live]
+    assert {t["answer"] for t in got} == {"Marcus Lindqvist. [1]", "I don't know."}
+    cache = Path(".ragtriage") / "llm_cache.sqlite"
+    assert _cache_texts(tmp_path / "b" / cache) == _cache_texts(tmp_path / "live" / cache)
+    assert llm_server.chat_requests == served == 3  # the batch run called nothing

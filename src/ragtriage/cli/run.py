@@ -9,13 +9,23 @@ from typing import TYPE_CHECKING
 import typer
 from rich.console import Console
 
-from ragtriage.errors import InputError
+from ragtriage.cli._batch import (
+    BATCH_IN,
+    BATCH_OUT,
+    BATCH_RETRY_FAILED,
+    BATCH_SUBMIT,
+    batch_rounds,
+    open_batch,
+)
+from ragtriage.errors import ConfigError, InputError
 
 if TYPE_CHECKING:  # the config and pipeline (ONNX runtime, bm25s, the SDK) load on use
     from ragtriage.config import PipelineConfig
     from ragtriage.data import Dataset
     from ragtriage.executors import Executor
-    from ragtriage.pipeline import RunSummary
+    from ragtriage.llm import BatchSession
+    from ragtriage.pipeline import Pipeline, RunSummary
+    from ragtriage.records import Example
 
 __all__ = ["demo_config_path", "register"]
 
@@ -57,6 +67,45 @@ def _embedder_hint(cfg: PipelineConfig, dataset: Dataset) -> str | None:
     )
 
 
+async def _batch_collect(
+    pipeline: Pipeline,
+    examples: list[Example],
+    out: Path,
+    *,
+    overwrite: bool,
+    retry_failed: bool,
+    concurrency: int,
+) -> None:
+    """Batch mode's first pass: run the examples this run would, writing nothing, so
+    that the pipeline's runner collects the LLM requests the cache cannot answer."""
+    import asyncio
+    import json
+
+    from ragtriage.jsonl import scan_done_ids
+    from ragtriage.pipeline import TRACES_NAME, trace_id_of
+
+    traces = out / TRACES_NAME
+    done: set[str] = set()
+    if not overwrite and traces.exists():
+        done = set(scan_done_ids(traces, "trace_id").ids)
+        if retry_failed:
+            for raw in traces.read_bytes().splitlines():
+                try:
+                    obj = json.loads(raw)
+                except ValueError:
+                    continue
+                meta = obj.get("metadata") if isinstance(obj, dict) else None
+                if isinstance(meta, dict) and meta.get("error"):
+                    done.discard(str(obj.get("trace_id")))
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(example: Example) -> None:
+        async with gate:
+            await pipeline.run_example(example, run_id="batch-collect")
+
+    await asyncio.gather(*(one(e) for e in examples if trace_id_of(e) not in done))
+
+
 async def _run(
     cfg: PipelineConfig,
     dataset: Dataset,
@@ -70,7 +119,11 @@ async def _run(
     progress: bool,
     executor: Executor | None = None,
     batch_size: int = 256,
-) -> RunSummary:
+    batch: BatchSession | None = None,
+) -> RunSummary | None:
+    """Index, then run the examples into ``out``. In batch mode (``batch``) a first pass
+    exports the LLM requests the cache cannot answer and returns ``None`` (nothing
+    written) until every one is answered."""
     import asyncio
     import contextlib
     import signal
@@ -84,7 +137,7 @@ async def _run(
         TimeRemainingColumn,
     )
 
-    from ragtriage.pipeline import Pipeline, run_dataset
+    from ragtriage.pipeline import Pipeline, metered_client, run_dataset
 
     if not dataset.examples:
         # checked before the (slow) indexing; --language may have dropped them all
@@ -108,7 +161,18 @@ async def _run(
         def indexed(done: int, total: int) -> None:
             bar.update(index_task, completed=done, total=total)
 
-        pipeline = Pipeline.from_config(cfg, dataset, on_index_progress=indexed)
+        stub = None
+        if batch is not None:
+            from ragtriage.llm._batch import BatchOnlyClient
+
+            stub = BatchOnlyClient(batch.config.model or "")
+        pipeline = Pipeline.from_config(
+            cfg,
+            dataset,
+            on_index_progress=indexed,
+            llm_client=stub,
+            use_llm_cache=stub is None,
+        )
     # SIGTERM (like Ctrl-C) cancels the run: finished traces stay, the manifest says
     # "interrupted", and the same command resumes
     task = asyncio.current_task()
@@ -117,6 +181,24 @@ async def _run(
             asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     try:
         examples = list(dataset.examples)[:limit] if limit else list(dataset.examples)
+        if batch is not None:
+            collect = pipeline.with_runner(batch.runner(client=metered_client))
+            try:
+                await _batch_collect(
+                    collect,
+                    examples,
+                    out,
+                    overwrite=overwrite,
+                    retry_failed=retry_failed,
+                    concurrency=concurrency,
+                )
+            finally:
+                if collect.runner is not None:
+                    await collect.runner.aclose()
+            if batch.finish():
+                return None
+            # every answer is cached: the real run (its own ledger: no double count)
+            pipeline = pipeline.with_runner(batch.runner(client=metered_client, fresh_ledger=True))
         return await run_dataset(
             pipeline,
             examples,
@@ -135,6 +217,7 @@ async def _run(
 
 def register(app: typer.Typer) -> None:
     @app.command("run")
+    @batch_rounds
     def run(
         out: Path | None = typer.Option(
             None, "--out", "-o", help="Run directory (default: runs/<config name>)."
@@ -173,6 +256,10 @@ def register(app: typer.Typer) -> None:
         batch_size: int = typer.Option(
             64, "--batch-size", min=1, help="Examples per Ray task (--executor ray)."
         ),
+        llm_batch_out: Path | None = BATCH_OUT,
+        llm_batch_in: list[Path] | None = BATCH_IN,
+        llm_batch_submit: bool = BATCH_SUBMIT,
+        llm_batch_retry_failed: bool = BATCH_RETRY_FAILED,
     ) -> None:
         """Run the traced pipeline (chunk, retrieve, rerank, generate) over a dataset.
 
@@ -188,7 +275,19 @@ def register(app: typer.Typer) -> None:
 
         cfg = load_config(cfg_path)
 
+        from ragtriage.pipeline import needs_llm
+
         ex = parse_executor(executor)
+        batch = open_batch(
+            cfg.llm,
+            out=llm_batch_out,
+            inputs=llm_batch_in,
+            submit=llm_batch_submit,
+            retry_failed=llm_batch_retry_failed,
+            uses_llm=needs_llm(cfg),
+        )
+        if batch is not None and ex.is_ray:
+            raise ConfigError("batch mode runs on the local executor", field="--executor")
         if ex.is_ray:
             check_run_on_ray(cfg, ex)  # before the (slow) indexing
         if out is None:
@@ -210,11 +309,14 @@ def register(app: typer.Typer) -> None:
                     progress=progress,
                     executor=ex,
                     batch_size=batch_size,
+                    batch=batch,
                 )
             )
         except (KeyboardInterrupt, asyncio.CancelledError):
             typer.echo(f"interrupted; run the same command again to resume into {out}", err=True)
             raise typer.Exit(130) from None
+        if summary is None:
+            return  # batch mode: the requests were exported, nothing else written
         rate = summary.examples_per_s
         typer.echo(
             f"run {summary.run_id}: {summary.done} done, {summary.failed} failed "
