@@ -1,0 +1,200 @@
+"""Claim-level answer correctness (RAGChecker, Ru et al. 2024, "RAGChecker: A Fine-grained
+Framework for Diagnosing Retrieval-Augmented Generation", §3.2; RAGAS ``answer_correctness``
+in its factual part): the answer and the ground truth are each split into claims, and
+
+* **precision** = share of the answer's claims the ground truth entails,
+* **recall** = share of the ground truth's claims the answer entails,
+* **F1** = their harmonic mean (0 when both are 0).
+
+Two implementations behind :class:`Correctness`: offline here (claims = sentences and
+clauses, verdicts from :mod:`ragtriage.metrics._entail`), and the LLM one in
+:mod:`ragtriage.metrics._correctness_llm`. Both give the same three scores,
+``answer_correctness.precision``, ``.recall`` and ``.f1``.
+
+Conventions: an empty answer scores 0 on all three (it states nothing correct); an answer
+that only declines ("I don't know.") has no claim and scores 0 too; an example without a
+ground-truth answer leaves all three ``undetermined``; a claim the checker cannot decide
+is left out of its share, and a share with no decided claim is ``undetermined``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from ragtriage.metrics._entail import ClaimCheck, Premise, check_claims, split_claims
+from ragtriage.metrics._judgements import MetricScore
+from ragtriage.records import Trace
+
+__all__ = [
+    "CORRECTNESS_METRICS",
+    "Correctness",
+    "CorrectnessInput",
+    "CorrectnessResult",
+    "OfflineCorrectness",
+    "correctness_input",
+    "correctness_offline",
+    "correctness_scores",
+    "precheck",
+    "result_of",
+]
+
+CORRECTNESS_METRICS: Final = (
+    "answer_correctness.precision",
+    "answer_correctness.recall",
+    "answer_correctness.f1",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CorrectnessInput:
+    """What correctness compares: the answer, the ground truth (``None``: the example has
+    none) and the question (its words count as known, never as proof)."""
+
+    answer: str
+    reference: str | None
+    question: str = ""
+
+
+def correctness_input(trace: Trace) -> CorrectnessInput:
+    ex = trace.example
+    ref = ex.answer if ex.answerable and ex.answer.strip() else None
+    return CorrectnessInput(answer=trace.answer, reference=ref, question=ex.query)
+
+
+@dataclass(frozen=True, slots=True)
+class CorrectnessResult:
+    """Precision, recall and F1 (``None`` with ``reason`` when undetermined) and the
+    verdict on every claim."""
+
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    reason: str | None = None
+    answer_claims: tuple[ClaimCheck, ...] = ()
+    reference_claims: tuple[ClaimCheck, ...] = ()
+
+
+class Correctness(Protocol):
+    """One implementation of answer correctness (offline or LLM)."""
+
+    name: str
+
+    def score_many(self, items: Sequence[CorrectnessInput]) -> list[CorrectnessResult]: ...
+
+
+def _share(checks: Sequence[ClaimCheck]) -> float | None:
+    decided = [c for c in checks if c.verdict != "undetermined"]
+    if not decided:
+        return None
+    return sum(c.verdict == "entailed" for c in decided) / len(decided)
+
+
+def _f1(p: float | None, r: float | None) -> float | None:
+    if p is None or r is None:
+        return None
+    return 0.0 if p + r == 0 else 2 * p * r / (p + r)
+
+
+def result_of(
+    answer_checks: Sequence[ClaimCheck], reference_checks: Sequence[ClaimCheck]
+) -> CorrectnessResult:
+    """Precision, recall and F1 from the verdicts (claims on both sides given)."""
+    p, r = _share(answer_checks), _share(reference_checks)
+    reasons = []
+    if p is None:
+        reasons.append("no claim of the answer could be decided")
+    if r is None:
+        reasons.append("no claim of the ground truth could be decided")
+    return CorrectnessResult(
+        precision=p,
+        recall=r,
+        f1=_f1(p, r),
+        reason="; ".join(reasons) or None,
+        answer_claims=tuple(answer_checks),
+        reference_claims=tuple(reference_checks),
+    )
+
+
+ZERO_EMPTY: Final = CorrectnessResult(0.0, 0.0, 0.0, "empty answer")
+ZERO_NO_CLAIM: Final = CorrectnessResult(
+    0.0, 0.0, 0.0, "the answer states no claim (it declines or is only citations)"
+)
+NO_REFERENCE: Final = CorrectnessResult(None, None, None, "no ground-truth answer")
+NO_REFERENCE_CLAIM: Final = CorrectnessResult(
+    None, None, None, "the ground-truth answer states no claim"
+)
+
+
+def precheck(
+    item: CorrectnessInput, answer_claims: Sequence[str], reference_claims: Sequence[str]
+) -> CorrectnessResult | None:
+    """The result fixed before any claim is checked (no reference, empty answer...)."""
+    if item.reference is None or not item.reference.strip():
+        return NO_REFERENCE
+    if not item.answer.strip():
+        return ZERO_EMPTY
+    if not reference_claims:
+        return NO_REFERENCE_CLAIM
+    if not answer_claims:
+        return ZERO_NO_CLAIM
+    return None
+
+
+def correctness_offline(
+    items: Sequence[CorrectnessInput], embedder: Any | None = None
+) -> list[CorrectnessResult]:
+    """Offline answer correctness of many items; one embedder batch for all of them."""
+    out: list[CorrectnessResult | None] = []
+    jobs: list[tuple[str, Premise]] = []
+    spans: list[tuple[int, int, int]] = []
+    for item in items:
+        a_claims = split_claims(item.answer) if item.answer.strip() else []
+        r_claims = split_claims(item.reference or "")
+        fixed = precheck(item, a_claims, r_claims)
+        out.append(fixed)
+        if fixed is not None:
+            spans.append((0, 0, 0))
+            continue
+        reference = item.reference or ""
+        gt = Premise.of(reference, background=item.question)
+        ans = Premise.of(item.answer, background=item.question)
+        start = len(jobs)
+        jobs.extend((c, gt) for c in a_claims)
+        jobs.extend((c, ans) for c in r_claims)
+        spans.append((start, start + len(a_claims), len(jobs)))
+    checks = check_claims(jobs, embedder)
+    results: list[CorrectnessResult] = []
+    for fixed, (start, mid, end) in zip(out, spans, strict=True):
+        results.append(
+            fixed if fixed is not None else result_of(checks[start:mid], checks[mid:end])
+        )
+    return results
+
+
+class OfflineCorrectness:
+    """:class:`Correctness` offline: sentence/clause claims, the entailment core, and the
+    embedder (when given) for paraphrases."""
+
+    def __init__(self, embedder: Any | None = None) -> None:
+        self.embedder = embedder
+        emb = getattr(embedder, "name", None) if embedder is not None else None
+        self.name = f"offline+{emb}" if emb else "offline"
+
+    def score_many(self, items: Sequence[CorrectnessInput]) -> list[CorrectnessResult]:
+        return correctness_offline(items, self.embedder)
+
+
+def correctness_scores(result: CorrectnessResult, judge: str) -> dict[str, MetricScore]:
+    """The three metric scores of one result, named :data:`CORRECTNESS_METRICS`."""
+    out: dict[str, MetricScore] = {}
+    for name, value in zip(
+        CORRECTNESS_METRICS, (result.precision, result.recall, result.f1), strict=True
+    ):
+        out[name] = (
+            MetricScore(value=value, judge=judge)
+            if value is not None
+            else MetricScore(judge=judge, undetermined_reason=result.reason or "not judged")
+        )
+    return out
