@@ -310,10 +310,10 @@ def test_diagnose_batch_rounds_follow_the_cascade_and_equal_live(
     done = tmp_path / "b" / "diagnoses.jsonl"
     rounds = _batch_rounds(batch, tmp_path / "batch", done, reply, capsys)
     assert rounds >= 3  # the answer evaluation, then the later steps of the cascade
+    # every request answered: the requests file is gone (it would be paid twice)
     assert sorted(p.name for p in (tmp_path / "batch").iterdir()) == [
         ".requests.lock",
         *(f"out-{i}.jsonl" for i in range(1, rounds)),
-        "requests.jsonl",
     ]
     live_rows = _lines(tmp_path / "live" / "diagnoses.jsonl")
     got = _lines(done)
@@ -424,3 +424,57 @@ def test_run_with_an_openai_generator_batch_round_trip_equals_live(
     cache = Path(".ragtriage") / "llm_cache.sqlite"
     assert _cache_texts(tmp_path / "b" / cache) == _cache_texts(tmp_path / "live" / cache)
     assert llm_server.chat_requests == served == 3  # the batch run called nothing
+
+
+def test_failed_batch_lines_are_undetermined_not_exported_again(
+    demo_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    batch_dir = tmp_path / "batch"
+    args = ["critic", str(demo_run), "--critic", "llm", "--model", "critic-model"]
+    args += ["--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path / "b")]
+    args += ["--llm-batch-out", str(batch_dir)]
+    assert _cli(*args) == 0
+    requests = _lines(batch_dir / "requests.jsonl")
+    capsys.readouterr()
+
+    def fails(body: dict[str, Any]) -> bool:
+        return "CFO" in last_user(body).split("**Passage:**")[0]
+
+    answers, errors = answer_lines(requests, critic_reply, fail_when=fails)
+    assert answers and errors
+    out = batch_dir / "out.jsonl"
+    out.write_text("".join(json.dumps(r) + "\n" for r in [*answers, *errors]), encoding="utf-8")
+    assert _cli(*args, "--llm-batch-in", str(out)) == 0
+    printed = capsys.readouterr().out
+    assert f"{len(errors)} failed" in printed and "cost 0.0000 at the batch price" in printed
+    rows = _lines(tmp_path / "b" / "critic.jsonl")
+    undetermined = [r for r in rows if r["judgement"] is None]
+    assert len(undetermined) == len(errors)
+    assert all("scripted failure" in r["undetermined_reason"] for r in undetermined)
+    assert all("out.jsonl" in r["undetermined_reason"] for r in undetermined)
+    # nothing is pending: the failed requests are not exported again, and the answered
+    # ones leave the requests file (sent again they would be paid twice)
+    assert not (batch_dir / "requests.jsonl").exists()
+    (tmp_path / "b" / "critic.jsonl").unlink()
+    assert _cli(*args, "--llm-batch-retry-failed") == 0
+    assert "still need an answer" in capsys.readouterr().out
+    again = _lines(batch_dir / "requests.jsonl")
+    assert sorted(r["custom_id"] for r in again) == sorted(e["custom_id"] for e in errors)
+    assert not (tmp_path / "b" / "critic.jsonl").exists()
+
+
+def test_a_bad_output_file_exits_2_naming_file_and_line(
+    demo_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "out.jsonl"
+    bad.write_text('{"custom_id": "x", "error": {"message": "m"}}\n{"response": {}}\n')
+    args = ["critic", str(demo_run), "--critic", "llm", "--model", "m"]
+    args += ["--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path / "b")]
+    assert _cli(*args, "--llm-batch-out", str(tmp_path / "d"), "--llm-batch-in", str(bad)) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:2:custom_id" in err
+    assert _cli(*args, "--llm-batch-submit") == 2  # needs --llm-batch-out
+    assert "--llm-batch-submit needs --llm-batch-out" in capsys.readouterr().err
+    rules = ["critic", str(demo_run), "--llm-batch-out", str(tmp_path / "d")]
+    assert _cli(*rules) == 2  # the rules critic calls no LLM
+    assert _cli(*args, "--llm-batch-out", str(tmp_path / "d"), "--dry-run") == 2

@@ -579,6 +579,14 @@ class BatchSession:
         with ResponseCache(self.cache_path) as cache:
             stats = import_outputs(files, cache, self.ledger)
         self._log(stats.describe())
+        if stats.answered:
+            total = self.ledger.summary().total
+            self._log(
+                f"  {total.batch_calls} batch repl{'y' if total.batch_calls == 1 else 'ies'} "
+                f"imported by this run: {total.batch_prompt_tokens} prompt + "
+                f"{total.batch_completion_tokens} completion tokens, cost {total.cost:.4f} at "
+                f"the batch price ({self.ledger.batch_price_factor:g} of the listed)"
+            )
         for line in stats.failures[:5]:
             self._log(f"  failed: {line}")
         if len(stats.failures) > 5:
@@ -608,14 +616,35 @@ class BatchSession:
         runner._owns_cache = True
         return runner
 
+    def _prune(self) -> None:
+        """Nothing pending: drop the answered (or failed) lines of an earlier export from
+        ``requests.jsonl`` -- sent again they would be paid twice -- and remove the file
+        when none is left (lines other commands exported stay)."""
+        assert self.out_dir is not None and self.collector is not None
+        if not (self.out_dir / REQUESTS_FILE).exists():
+            return
+        with ResponseCache(self.cache_path) as cache:
+            result = write_requests(self.out_dir, self.collector, cache)
+        if result.total == 0:
+            result.path.unlink(missing_ok=True)
+            self._log(f"batch mode: every request is answered; removed {result.path}")
+        elif result.dropped:
+            self._log(
+                f"batch mode: nothing pending for this command; {result.total} request(s) "
+                f"of other runs left in {result.path}"
+            )
+
     def finish(self) -> bool:
         """After the command's computation: ``False`` when nothing is pending (the
         command writes its outputs); otherwise write ``requests.jsonl`` and return
         ``True`` (the command stops, writing nothing) -- or, with ``submit``, submit it,
         wait, import the output and raise :class:`BatchNextRound`."""
-        if self.collector is None or not len(self.collector):
+        if self.collector is None:
             return False
         assert self.out_dir is not None
+        if not len(self.collector):
+            self._prune()
+            return False
         with ResponseCache(self.cache_path) as cache:
             result = write_requests(self.out_dir, self.collector, cache)
         self.last_export = result
