@@ -16,18 +16,20 @@ The LLM endpoint may also come from ``RAGTRIAGE_LLM_BASE_URL``,
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ragtriage.errors import ConfigError
+
+if TYPE_CHECKING:  # PyYAML and tomllib load when a config file is read
+    import yaml
 
 __all__ = [
     "ChunkingConfig",
@@ -265,27 +267,34 @@ class PipelineConfig(_Cfg):
     diagnosis: DiagnosisConfig = Field(default_factory=DiagnosisConfig)
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, except that a key given twice in one mapping is an error
-    (PyYAML keeps the last silently: a pasted second `retrieval:` block would win)."""
+@functools.cache
+def _unique_key_loader() -> type[yaml.SafeLoader]:
+    """The YAML loader class (PyYAML is imported when a YAML file is read)."""
+    import yaml
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            try:
-                first = seen.get(key)
-            except TypeError:  # an unhashable key: PyYAML itself reports it
-                continue
-            if first is not None:
-                raise yaml.constructor.ConstructorError(
-                    None,
-                    None,
-                    f"duplicate key {key!r} (first on line {first})",
-                    key_node.start_mark,
-                )
-            seen[key] = key_node.start_mark.line + 1
-        return super().construct_mapping(node, deep=deep)
+    class _UniqueKeyLoader(yaml.SafeLoader):
+        """PyYAML's safe loader, except that a key given twice in one mapping is an error
+        (PyYAML keeps the last silently: a pasted second `retrieval:` block would win)."""
+
+        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                try:
+                    first = seen.get(key)
+                except TypeError:  # an unhashable key: PyYAML itself reports it
+                    continue
+                if first is not None:
+                    raise yaml.constructor.ConstructorError(
+                        None,
+                        None,
+                        f"duplicate key {key!r} (first on line {first})",
+                        key_node.start_mark,
+                    )
+                seen[key] = key_node.start_mark.line + 1
+            return super().construct_mapping(node, deep=deep)
+
+    return _UniqueKeyLoader
 
 
 def load_mapping(path: str | Path) -> dict[str, Any]:
@@ -295,11 +304,15 @@ def load_mapping(path: str | Path) -> dict[str, Any]:
         raw = p.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise ConfigError(f"cannot read config: {exc.strerror}", path=str(p)) from exc
+    import tomllib
+
+    import yaml
+
     try:
         if p.suffix == ".toml":
             data: Any = tomllib.loads(raw)
         else:
-            data = yaml.load(raw, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
+            data = yaml.load(raw, Loader=_unique_key_loader())  # a SafeLoader subclass
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
         raise ConfigError(
