@@ -8,11 +8,13 @@ library module at all.
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import typer
 
 from diag_helpers import make_trace
@@ -111,15 +113,15 @@ def test_offline_commands_import_no_llm_sdk(tmp_path: Path) -> None:
     assert "jinja2" not in diagnose and "jinja2" not in validate
 
 
-def test_the_critic_package_gives_every_public_name_from_its_submodule() -> None:
-    """``ragtriage.critic`` loads its submodules on first use (the diagnoser needs only
-    the error system): every name of ``__all__`` resolves to its submodule's object."""
-    import importlib
-
-    import ragtriage.critic as critic
-
-    assert set(critic.__all__) == set(critic._EXPORTS)
-    for name, module in critic._EXPORTS.items():
-        defined = getattr(importlib.import_module(f"ragtriage.critic.{module}"), name)
-        assert getattr(critic, name) is defined, name
-    assert set(critic.__all__) <= set(dir(critic))
+@pytest.mark.parametrize("package", ["ragtriage.critic", "ragtriage.report"])
+def test_a_lazy_package_gives_every_public_name_from_its_submodule(package: str) -> None:
+    """These packages load their submodules on first use of a name (the diagnoser needs
+    only the error system and the summary): every name of ``__all__`` resolves to its
+    submodule's object."""
+    pkg = importlib.import_module(package)
+    exports: dict[str, str] = pkg._EXPORTS
+    assert set(pkg.__all__) == set(exports)
+    for name, module in exports.items():
+        defined = getattr(importlib.import_module(f"{package}.{module}"), name)
+        assert getattr(pkg, name) is defined, name
+    assert set(pkg.__all__) <= set(dir(pkg))
