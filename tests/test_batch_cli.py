@@ -487,3 +487,23 @@ def test_a_bad_output_file_exits_2_naming_file_and_line(
     rules = ["critic", str(demo_run), "--llm-batch-out", str(tmp_path / "d")]
     assert _cli(*rules) == 2  # the rules critic calls no LLM
     assert _cli(*args, "--llm-batch-out", str(tmp_path / "d"), "--dry-run") == 2
+
+
+def test_imported_replies_serve_a_live_run_which_pays_only_the_rest(
+    demo_run: Path, llm_server: LocalLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    llm_server.behaviour.reply = critic_reply
+    base = ["critic", str(demo_run), "--critic", "llm", "--model", "critic-model"]
+    base += ["--cache", str(tmp_path / "c.sqlite"), "--out", str(tmp_path / "b")]
+    assert _cli(*base, "--llm-batch-out", str(tmp_path / "batch")) == 0
+    requests = _lines(tmp_path / "batch" / "requests.jsonl")
+    answers, _ = answer_lines(requests[:2], critic_reply)  # half answered offline
+    out = tmp_path / "out.jsonl"
+    out.write_text("".join(json.dumps(a) + "\n" for a in answers), encoding="utf-8")
+    capsys.readouterr()
+    # without --llm-batch-out the command runs live, from the imported answers first
+    live = [*base, "--base-url", llm_server.base_url, "--llm-batch-in", str(out)]
+    assert _cli(*live) == 0
+    assert "imported 2 new replies" in capsys.readouterr().out
+    assert llm_server.chat_requests == len(requests) - 2
+    assert len(_lines(tmp_path / "b" / "critic.jsonl")) == len(requests)
