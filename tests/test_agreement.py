@@ -322,6 +322,11 @@ def test_answer_label_agreement_and_reliability(tmp_path: Path) -> None:
     # failing: f1, f2 agree; f3 missed; n1 agrees; n2 judge failing
     assert (rep.failing_compared, rep.failing_agreement) == (5, pytest.approx(3 / 5))
     assert (rep.human_failures, rep.failures_found) == (3, 2)
+    # n2 (people: possible_correct) is failed by the judge: one false failure of 2 fine answers;
+    # the judge fails f1, f2, n2 (2 right of 3) and finds 2 of the 3 human failures
+    assert (rep.false_failures, rep.human_not_failing) == (1, 2)
+    assert rep.failing_precision == pytest.approx(2 / 3)
+    assert rep.failing_recall == pytest.approx(2 / 3)
     f = rep.failing_confusion
     assert f.matrix[f.labels.index("failing")][f.labels.index("not_failing")] == 1
     assert f.matrix[f.labels.index("not_failing")][f.labels.index("failing")] == 1

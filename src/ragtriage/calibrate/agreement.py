@@ -177,6 +177,14 @@ class AgreementReport(_Frozen):
     failing_kappa: KappaResult
     human_failures: int
     failures_found: int
+    #: answers people judged not failing (among those compared)
+    human_not_failing: int = 0
+    #: answers people judged not failing that the judge failed ("false failures")
+    false_failures: int = 0
+    #: of the answers the judge failed, the share people failed too (None: it failed none)
+    failing_precision: float | None = None
+    #: of the answers people failed, the share the judge failed too (None: people failed none)
+    failing_recall: float | None = None
     low_confidence: int
     #: confidence vs "the diagnosis is right"
     reliability: Reliability
@@ -686,6 +694,16 @@ def agreement(
         failing_kappa=cohen_kappa(j_fail, h_fail),
         human_failures=sum(1 for h in h_fail if h == FAILING),
         failures_found=sum(1 for h, j in pairs_fail if h == j == FAILING),
+        human_not_failing=sum(1 for h in h_fail if h != FAILING),
+        false_failures=sum(1 for h, j in pairs_fail if h != FAILING and j == FAILING),
+        failing_precision=_share(
+            sum(1 for h, j in pairs_fail if h == j == FAILING),
+            sum(1 for _, j in pairs_fail if j == FAILING),
+        ),
+        failing_recall=_share(
+            sum(1 for h, j in pairs_fail if h == j == FAILING),
+            sum(1 for h in h_fail if h == FAILING),
+        ),
         low_confidence=low,
         reliability=reliability(confidences, right),
         mode_reliability=reliability(mode_freqs, type_right),

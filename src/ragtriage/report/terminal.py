@@ -426,6 +426,14 @@ def render_agreement(report: AgreementReport, console: Console) -> None:
     )
     head.add_row("failing / not failing Cohen's κ", _kappa(r.failing_kappa))
     head.add_row("human failures found", f"{r.failures_found} of {r.human_failures}")
+    head.add_row(
+        "false failures (fine answers failed)",
+        f"{r.false_failures} of {r.human_not_failing}",
+    )
+    head.add_row(
+        "failing precision / recall",
+        f"{fmt_pct(r.failing_precision)} / {fmt_pct(r.failing_recall)}",
+    )
     if r.low_confidence:
         head.add_row("low-confidence diagnoses", fmt_int(r.low_confidence))
     head.add_row(
