@@ -299,6 +299,15 @@ async def test_a_killed_run_resumes_polling_the_same_batch(tmp_path: Path) -> No
             session.finish()
         state = json.loads((tmp_path / "batch" / STATE_FILE).read_text())
         assert state["batch_id"] == "batch_1" and state["status"] == "in_progress"
+        # a run without --llm-batch-submit is warned not to answer those requests again
+        said: list[str] = []
+        BatchSession(
+            LLMConfig(model="m"),
+            out_dir=tmp_path / "batch",
+            cache_path=tmp_path / "c.sqlite",
+            log=said.append,
+        ).start()
+        assert any("in flight" in line for line in said)
         server.hold = False
         # a new run resumes: it polls batch_1 and imports it, and submits nothing new
         cfg = LLMConfig(base_url=server.base_url, model="m", batch_poll_s=0.01)

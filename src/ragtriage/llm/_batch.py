@@ -63,6 +63,8 @@ __all__ = [
 ]
 
 REQUESTS_FILE = "requests.jsonl"
+#: the batch --llm-batch-submit has in flight (ragtriage.llm._batch_submit)
+STATE_FILE = "batch.json"
 BATCH_ENDPOINT = "/v1/chat/completions"
 _LOCK_FILE = ".requests.lock"
 _MESSAGE_OVERHEAD = 4  # as ragtriage.llm._tokens (prompt estimate of an exported body)
@@ -565,6 +567,12 @@ class BatchSession:
         """Import ``inputs`` (and, with ``submit``, the output of a batch an earlier run
         left in flight: it is polled, not submitted again)."""
         files = list(self.inputs)
+        if not self.submit and self.out_dir is not None and (self.out_dir / STATE_FILE).exists():
+            self._log(
+                f"warning: a submitted batch is in flight ({self.out_dir / STATE_FILE}): "
+                "run with --llm-batch-submit to follow it rather than answering its "
+                "requests a second time"
+            )
         submitter = self._submitter() if self.submit else None
         if submitter is not None:
             files += submitter.resume()

@@ -31,12 +31,11 @@ import openai
 from ragtriage.config import LLMConfig
 from ragtriage.errors import ConfigError, LLMError, StoreError
 from ragtriage.jsonl import append_jsonl, atomic_write_text
-from ragtriage.llm._batch import BATCH_ENDPOINT, REQUESTS_FILE
+from ragtriage.llm._batch import BATCH_ENDPOINT, REQUESTS_FILE, STATE_FILE
 from ragtriage.llm._openai import translate_openai_error
 
 __all__ = ["HISTORY_FILE", "STATE_FILE", "BatchSubmitter"]
 
-STATE_FILE = "batch.json"
 HISTORY_FILE = "batches.jsonl"
 _TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
 # sent when no key is configured, as the live client does: it keeps the SDK from
