@@ -49,7 +49,7 @@ from ragtriage.diagnosis.confidence import ConfidenceTable, with_confidence  # n
 from ragtriage.diagnosis.engine import JUDGES, Diagnoser, Judge  # noqa: E402
 from ragtriage.diagnosis.strategies import STRATEGIES, Strategy  # noqa: E402
 from ragtriage.errors import InputError, RagtriageError  # noqa: E402
-from ragtriage.llm import LLMRunner, run_sync  # noqa: E402
+from ragtriage.llm import BatchSession, LLMRunner, run_sync  # noqa: E402
 from ragtriage.records import Diagnosis, Trace  # noqa: E402
 from ragtriage.report._fmt import fmt_float, fmt_pct  # noqa: E402
 
@@ -317,14 +317,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--confidence-table", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None, help="Write every figure here.")
     ap.add_argument("--show-misses", action="store_true")
+    ap.add_argument(
+        "--llm-batch-out",
+        type=Path,
+        default=None,
+        help="LLM judge in batch mode: export the requests the cache lacks to DIR/requests.jsonl "
+        "and stop; answer them, then run again with --llm-batch-in (docs/batch.md).",
+    )
+    ap.add_argument(
+        "--llm-batch-in",
+        type=Path,
+        action="append",
+        default=[],
+        help="Batch API output file to import into the LLM cache first (repeatable).",
+    )
     args = ap.parse_args(argv)
     console = Console() if sys.stdout.isatty() else Console(width=160)
     runner: LLMRunner | None = None
+    batch: BatchSession | None = None
     try:
         parts = load_parts(args.root, args.part, args.split)
         cfg = load_config(args.config)
         table = ConfidenceTable.load(args.confidence_table) if args.confidence_table else None
-        if args.judge == "llm":
+        if args.judge == "llm" and (args.llm_batch_out or args.llm_batch_in):
+            batch = BatchSession(
+                cfg.llm,
+                out_dir=args.llm_batch_out,
+                inputs=args.llm_batch_in,
+                cache_path=args.cache,
+                log=lambda line: print(line, file=sys.stderr),
+            )
+            batch.start()
+            runner = (
+                batch.runner()
+                if batch.exporting
+                else _runner(cfg, dry_run=False, no_cache=args.no_cache, cache=args.cache)
+            )
+        elif args.judge == "llm":
             runner = _runner(cfg, dry_run=False, no_cache=args.no_cache, cache=args.cache)
     except RagtriageError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -338,9 +367,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             parts, diagnoser, workers=args.workers, concurrency=args.concurrency, table=table
         )
         seconds = time.perf_counter() - started
+        ledger = runner.ledger.summary() if runner is not None else None
     finally:
         if runner is not None:
             runner.close()
+    if batch is not None and batch.finish():
+        print("LLM requests exported; nothing measured yet", file=sys.stderr)
+        return 0
     styles = style_reports(results)
     n = sum(len(p.traces) for p in parts)
     console.print(
@@ -349,6 +382,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         highlight=False,
     )
     console.print(summary_table(results, overall))
+    if ledger is not None and n:
+        t = ledger.total
+        line = (
+            f"LLM judge: {t.requests} requests, {t.calls + t.cache_hits} samples ({t.calls} "
+            f"paid now, {t.cache_hits} from the cache): {t.requests / n:.1f} requests and "
+            f"{(t.calls + t.cache_hits) / n:.1f} samples per trace"
+        )
+        if args.cache is not None and args.cache.is_file():
+            import sqlite3
+
+            with sqlite3.connect(args.cache) as db:
+                rows, pt, ct = db.execute(
+                    "SELECT COUNT(*), SUM(prompt_tokens), SUM(completion_tokens) FROM samples"
+                ).fetchone()
+            line += (
+                f"; the cache ({rows} samples) holds {(pt or 0) / n:.0f} prompt + "
+                f"{(ct or 0) / n:.0f} completion tokens per trace"
+            )
+        console.print(line, highlight=False)
     console.print(style_table(styles))
     if args.show_misses:
         table_m = Table(title="disagreements", title_justify="left")
