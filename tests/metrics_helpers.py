@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from llm_server import last_user
-from ragtriage.metrics import answer_claims, claim_verdict
+from ragtriage.metrics import Premise, answer_claims, check_claims, claim_verdict, split_claims
 
 __all__ = ["ZH", "metrics_reply"]
 
@@ -24,9 +24,46 @@ ZH = {
 _ITEM = re.compile(r"^\[\d+\] (.*)$", re.M)
 
 
+_LABEL = {"entailed": "entailment", "contradicted": "contradiction"}
+
+
+def _section(user: str, head: str, *ends: str) -> str:
+    text = user.split(head, 1)[1]
+    for end in ends:
+        text = text.split(end, 1)[0]
+    return text.strip()
+
+
+def correctness_reply(body: dict[str, Any], index: int) -> str | None:
+    """The two answer-correctness prompts: claims by the offline splitter, labels by the
+    offline entailment core (``None`` for any other prompt)."""
+    user = last_user(body)
+    system = body["messages"][0]["content"]
+    if not system.startswith(("You break texts into factual claims", "You check claims")):
+        return None
+    answer = _section(user, "ANSWER:\n", "\n\nREFERENCE:")
+    reference = _section(user, "REFERENCE:\n", "\n\nAnswer claims", "\n\nReply with")
+    if system.startswith("You break texts into factual claims"):
+        return json.dumps(
+            {"answer_claims": split_claims(answer), "reference_claims": split_claims(reference)},
+            ensure_ascii=False,
+        )
+    a_claims = _ITEM.findall(_section(user, "(check against the REFERENCE):\n", "\n\nReference"))
+    r_claims = _ITEM.findall(_section(user, "(check against the ANSWER):\n", "\n\nReply with"))
+    ref_p, ans_p = Premise.of(reference), Premise.of(answer)
+    checks = check_claims([(c, ref_p) for c in a_claims] + [(c, ans_p) for c in r_claims])
+    labels = [_LABEL.get(c.verdict, "neutral") for c in checks]
+    return json.dumps(
+        {"answer_claims": labels[: len(a_claims)], "reference_claims": labels[len(a_claims) :]}
+    )
+
+
 def metrics_reply(body: dict[str, Any], index: int) -> str:
     user = last_user(body)
     system = body["messages"][0]["content"]
+    scripted = correctness_reply(body, index)
+    if scripted is not None:
+        return scripted
     if system.startswith("You evaluate an answer"):
         ctx = user.split("Context:\n")[1].split("\n\nAnswer:")[0]
         answer = user.split("Answer: ")[1].split("\n\nReply with")[0]

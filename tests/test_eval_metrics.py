@@ -42,7 +42,9 @@ def test_lexical_metrics_en_and_zh() -> None:
     f1_zh = token_f1("成立于1999年", "公司成立于1999年")
     assert f1_zh is not None and 0.8 < f1_zh < 1.0
     assert rouge_l("a b c d", "a c d") == pytest.approx(2 * 0.75 * 1.0 / 1.75)
-    assert token_f1("", "x") is None and rouge_l("。", "x") is None
+    # an empty answer overlaps nothing: a real 0; a reference without tokens: no score
+    assert token_f1("", "x") == 0.0 and rouge_l("。", "x") == 0.0
+    assert token_f1("x", "") is None and rouge_l("x", "。") is None
 
 
 def test_position_weighted_precision_and_recall() -> None:

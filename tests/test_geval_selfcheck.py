@@ -28,23 +28,20 @@ EMB = HashEmbedder(64)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_g_eval_offline_is_labelled_and_scaled(lang: str) -> None:
+def test_g_eval_is_not_offered_offline(lang: str) -> None:
+    # offline G-Eval only re-mapped other scores: every rubric is undetermined, with why
     kw: dict[str, Any] = ZH if lang == "zh" else {}
-    right = "阿克米公司成立于1999年。" if lang == "zh" else "Acme Corp was founded in 1999."
-    wrong = "阿克米公司成立于2007年。" if lang == "zh" else "Acme Corp was founded in 2007."
-    good = g_eval_offline(make_trace(answer=right, context=["gd_0"], **kw), DEFAULT_RUBRICS, EMB)
-    bad = g_eval_offline(make_trace(answer=wrong, context=["gd_0"], **kw), DEFAULT_RUBRICS, EMB)
-    assert set(good) == {
+    answer = "阿克米公司成立于1999年。" if lang == "zh" else "Acme Corp was founded in 1999."
+    out = g_eval_offline(make_trace(answer=answer, context=["gd_0"], **kw), DEFAULT_RUBRICS, EMB)
+    assert set(out) == {
         "g_eval.faithfulness",
         "g_eval.relevance",
         "g_eval.completeness",
         "g_eval.clarity",
     }
-    assert all(s.judge == "offline-approx" for s in good.values())
-    assert good["g_eval.faithfulness"].value == 5.0 and bad["g_eval.faithfulness"].value == 1.0
-    assert good["g_eval.completeness"].value == 5.0
-    completeness = bad["g_eval.completeness"].value
-    assert completeness is not None and completeness < 5.0
+    for score in out.values():
+        assert score.value is None and score.judge == "offline"
+        assert "LLM judge" in (score.undetermined_reason or "")
 
 
 def test_custom_rubric_offline_is_undetermined(tmp_path: Path) -> None:

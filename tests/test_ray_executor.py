@@ -428,6 +428,8 @@ def test_evaluate_llm_judge_on_ray_identical_to_local(
     from metrics_helpers import metrics_reply
 
     src, llm = _traces_to_judge(tmp_path, llm_server, monkeypatch, metrics_reply)
+    # one sample a claim check: each paid call stores one cache row (counted below)
+    llm += ["--correctness-samples", "1"]
     local = _evaluate(src, tmp_path / "local", *llm, "--cache", str(tmp_path / "l.sqlite"))
     local_calls = llm_server.chat_requests
     ray_args = ("--executor", f"ray:{cluster}", "--batch-size", "20")

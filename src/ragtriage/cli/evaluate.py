@@ -71,6 +71,8 @@ def _evaluate_on_ray(
     llm_cache: str | None = None,
     judge_name: str = "offline",
     selfcheck_n: int = 0,
+    correctness: bool = True,
+    correctness_n: int = 3,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Rows computed on Ray (resumable; the LLM judge's samples through one cache
     actor, executors/_ray.py), aggregated here."""
@@ -92,6 +94,8 @@ def _evaluate_on_ray(
         cache_path=llm_cache,
         concurrency=cfg.llm.concurrency,
         selfcheck_n=selfcheck_n,
+        correctness=correctness,
+        correctness_n=correctness_n,
     )
     aggregate = aggregate_rows(
         rows,
@@ -181,6 +185,18 @@ def register(app: typer.Typer) -> None:
         g_eval: bool = typer.Option(
             True, "--g-eval/--no-g-eval", help="G-Eval rubric scores (one LLM call a trace)."
         ),
+        correctness: bool = typer.Option(
+            True,
+            "--correctness/--no-correctness",
+            help="Claim-level answer correctness (answer_correctness.precision/recall/f1; "
+            "with the LLM judge two calls a trace).",
+        ),
+        correctness_samples: int = typer.Option(
+            3,
+            "--correctness-samples",
+            min=1,
+            help="LLM judge: samples of each claim check, majority vote.",
+        ),
         rubrics: Path | None = typer.Option(
             None, "--rubrics", help="YAML with 'rubrics: [{name, description, steps}]'."
         ),
@@ -207,7 +223,8 @@ def register(app: typer.Typer) -> None:
         llm_batch_retry_failed: bool = BATCH_RETRY_FAILED,
     ) -> None:
         """Score answers and contexts: faithfulness, answer relevancy, context precision@k,
-        context recall, exact match, F1, ROUGE-L, semantic similarity, latency and cost."""
+        context recall, claim-level answer correctness, exact match, F1, ROUGE-L, semantic
+        similarity, latency and cost."""
         from ragtriage.cli.diagnose import _config, _runner
         from ragtriage.cli.eval_retrieval import _read_traces
         from ragtriage.embedding import make_embedder
@@ -266,9 +283,12 @@ def register(app: typer.Typer) -> None:
                 return
             if judge == "auto":
                 console.print(
-                    "no LLM endpoint configured: using the offline judge (lexical entailment)"
+                    "no LLM endpoint configured: using the offline judge (claim entailment "
+                    "over facts, negation and the embedder)"
                 )
-            the_judge = OfflineJudge()
+            if g_eval:
+                console.print("G-Eval needs an LLM judge: its rubrics stay undetermined offline")
+            the_judge = OfflineJudge(emb)
         if ex.is_ray:
             if dry_run:
                 raise ConfigError("--dry-run estimates on the local executor", field="--executor")
@@ -293,6 +313,8 @@ def register(app: typer.Typer) -> None:
                 llm_cache=llm_cache,
                 judge_name=the_judge.name,
                 selfcheck_n=selfcheck_n,
+                correctness=correctness,
+                correctness_n=correctness_samples,
             )
             write_scores(out, rows, aggregate)
             (out / PARTIAL).unlink(missing_ok=True)
@@ -310,6 +332,8 @@ def register(app: typer.Typer) -> None:
                 rubrics=rubrics,
                 selfcheck_n=selfcheck_n,
                 seed=seed,
+                correctness=correctness,
+                correctness_n=correctness_samples,
             )
             rows, aggregate = evaluate_answers(
                 traces,

@@ -295,8 +295,10 @@ def _score_lines(opts: dict[str, Any], runner: Any, lines: list[str]) -> list[st
             rubrics=rubrics,
             selfcheck_n=opts["selfcheck_n"],
             seed=opts["seed"],
+            correctness=opts.get("correctness", True),
+            correctness_n=opts.get("correctness_n", 3),
         )
-    judge: TraceJudge = LLMTraceJudge(runner) if runner is not None else OfflineJudge()
+    judge: TraceJudge = LLMTraceJudge(runner) if runner is not None else OfflineJudge(emb)
     rows = score_rows(traces, judge, emb, k=opts["k"], extra=extra)
     # keys in insertion order: the aggregate seeds each metric's bootstrap by its position
     return [json.dumps(r, ensure_ascii=False) for r in rows]
@@ -318,6 +320,8 @@ def score_traces_on_ray(
     cache_path: str | None = None,
     concurrency: int = 8,
     selfcheck_n: int = 0,
+    correctness: bool = True,
+    correctness_n: int = 3,
 ) -> list[dict[str, Any]]:
     """Score rows of ``traces`` (in their order) by the offline judge, or by the LLM
     judge when ``llm`` (an :class:`~ragtriage.config.LLMConfig`) is given -- its samples,
@@ -335,6 +339,8 @@ def score_traces_on_ray(
             "rubrics": rubrics.read_text(encoding="utf-8") if rubrics is not None else None,
             "seed": seed,
             "selfcheck_n": selfcheck_n,
+            "correctness": correctness,
+            "correctness_n": correctness_n,
             # the endpoint without its key: workers read theirs from their environment
             "llm": keyless(llm).model_dump_json() if llm is not None else None,
         },

@@ -37,6 +37,18 @@ from ragtriage.metrics._compare import (
     read_scores,
 )
 from ragtriage.metrics._context import answer_claims, context_texts, reference_sentences
+from ragtriage.metrics._correctness import (
+    CORRECTNESS_METRICS,
+    Correctness,
+    CorrectnessInput,
+    CorrectnessResult,
+    OfflineCorrectness,
+    correctness_input,
+    correctness_offline,
+    correctness_scores,
+)
+from ragtriage.metrics._correctness_llm import LLMCorrectness
+from ragtriage.metrics._entail import ClaimCheck, Entailment, Premise, check_claims, split_claims
 from ragtriage.metrics._evaluate import (
     aggregate_rows,
     bootstrap_ci,
@@ -82,16 +94,25 @@ from ragtriage.metrics._robustness import (
 from ragtriage.metrics._selfcheck import sample_answers, samples_of, selfcheck
 
 __all__ += [
+    "CORRECTNESS_METRICS",
     "DEFAULT_RUBRICS",
     "PERTURBATIONS",
     "QUERY_PERTURBATIONS",
+    "ClaimCheck",
     "ClaimVerdict",
+    "Correctness",
+    "CorrectnessInput",
+    "CorrectnessResult",
+    "Entailment",
+    "LLMCorrectness",
     "LLMTraceJudge",
     "MetricDelta",
     "MetricGate",
     "MetricGateResult",
     "MetricScore",
+    "OfflineCorrectness",
     "OfflineJudge",
+    "Premise",
     "Retrieve",
     "Rubric",
     "TraceJudge",
@@ -100,11 +121,15 @@ __all__ += [
     "answer_claims",
     "answer_relevancy",
     "bootstrap_ci",
+    "check_claims",
     "claim_verdict",
     "compare_scores",
     "context_precision_at",
     "context_recall",
     "context_texts",
+    "correctness_input",
+    "correctness_offline",
+    "correctness_scores",
     "evaluate_answers",
     "evaluate_metric_gate",
     "exact_match",
@@ -129,6 +154,7 @@ __all__ += [
     "samples_of",
     "score_trace",
     "selfcheck",
+    "split_claims",
     "token_f1",
     "typos",
 ]

@@ -7,6 +7,7 @@ keep their own)::
     METRIC OP VALUE       e.g. faithfulness>=-0.01, context_precision@5>=0, f1>+0.02
     METRIC = faithfulness | answer_relevancy | context_precision@K | context_recall
            | exact_match | f1 | rouge_l | semantic_similarity
+           | answer_correctness.precision | answer_correctness.recall | answer_correctness.f1
     OP     = <= | >= | < | >
 
 The delta is B − A over the examples both runs scored (paired by ``example_id``). A gate
@@ -37,7 +38,10 @@ __all__ = [
     "read_scores",
 ]
 
-_METRIC = r"faithfulness|answer_relevancy|context_precision@\d+|context_recall|exact_match|f1|rouge_l|semantic_similarity"
+_METRIC = (
+    r"answer_correctness\.(?:precision|recall|f1)|faithfulness|answer_relevancy"
+    r"|context_precision@\d+|context_recall|exact_match|f1|rouge_l|semantic_similarity"
+)
 _GATE_RE = re.compile(
     rf"^\s*(?P<metric>{_METRIC})\s*(?P<op><=|>=|<|>)\s*(?P<value>[+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*$"
 )

@@ -179,8 +179,7 @@ class OfflineCorrectness:
 
     def __init__(self, embedder: Any | None = None) -> None:
         self.embedder = embedder
-        emb = getattr(embedder, "name", None) if embedder is not None else None
-        self.name = f"offline+{emb}" if emb else "offline"
+        self.name = "offline"
 
     def score_many(self, items: Sequence[CorrectnessInput]) -> list[CorrectnessResult]:
         return correctness_offline(items, self.embedder)

@@ -485,7 +485,7 @@ class Premise:
         for "Tomas Reiersen"), or an acronym by its words ("CFO": "chief financial
         officer")."""
         low = normalize(name)
-        if not low or f" {low} " in self.norm:
+        if not low or f" {low} " in self.norm or (has_cjk(low) and low in self.norm):
             return True
         words = low.split()
         if 2 <= len(words) <= 3 and not set(words) & _CONNECTORS:

@@ -13,7 +13,7 @@ import numpy as np
 from ragtriage.embedding import Embedder
 from ragtriage.metrics._judgements import MetricScore, TraceJudge, TraceJudgements
 from ragtriage.metrics._latency import latency_cost
-from ragtriage.metrics._lexical import exact_match, rouge_l, token_f1
+from ragtriage.metrics._lexical import exact_match, has_tokens, rouge_l, token_f1
 from ragtriage.metrics._rag import (
     answer_relevancy,
     context_precision_at,
@@ -43,8 +43,12 @@ def _lexical(name: str, value: float | None, reason: str) -> MetricScore:
     return MetricScore(value=value, judge=name)
 
 
+def _semantic_judge(embedder: Embedder) -> str:
+    return f"embedding:{getattr(embedder, 'name', 'embedder')}"
+
+
 def _semantic(answer: str, reference: str, embedder: Embedder) -> MetricScore:
-    judge = f"embedding:{getattr(embedder, 'name', 'embedder')}"
+    judge = _semantic_judge(embedder)
     if not answer.strip() or not reference.strip():
         return MetricScore(judge=judge, undetermined_reason="empty answer or reference")
     v = np.asarray(embedder.embed([answer, reference]), dtype=np.float64)
@@ -126,6 +130,12 @@ def score_trace(
         reason = "no ground-truth answer (unanswerable example)"
         for name in ("exact_match", "f1", "rouge_l", "semantic_similarity"):
             scores[name] = MetricScore(judge="lexical", undetermined_reason=reason)
+        return scores
+    if not has_tokens(trace.answer):
+        # an empty answer (or one of punctuation only) overlaps nothing: a real 0
+        for name in ("exact_match", "f1", "rouge_l"):
+            scores[name] = MetricScore(value=0.0, judge="lexical")
+        scores["semantic_similarity"] = MetricScore(value=0.0, judge=_semantic_judge(embedder))
         return scores
     scores["exact_match"] = MetricScore(value=exact_match(trace.answer, ex.answer), judge="lexical")
     scores["f1"] = _lexical("lexical", token_f1(trace.answer, ex.answer), "no tokens to compare")

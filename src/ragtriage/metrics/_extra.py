@@ -1,4 +1,5 @@
-"""Scores beyond the RAGAS-style ones: G-Eval rubrics and SelfCheck, per trace."""
+"""Scores beyond the RAGAS-style ones, per trace: claim-level answer correctness
+(RAGChecker), G-Eval rubrics and SelfCheck."""
 
 from __future__ import annotations
 
@@ -6,6 +7,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ragtriage.embedding import Embedder
+from ragtriage.metrics._correctness import (
+    Correctness,
+    OfflineCorrectness,
+    correctness_input,
+    correctness_scores,
+)
 from ragtriage.metrics._geval import DEFAULT_RUBRICS, g_eval_llm, g_eval_offline, load_rubrics
 from ragtriage.metrics._judgements import MetricScore
 from ragtriage.metrics._selfcheck import sample_answers, samples_of, selfcheck
@@ -26,9 +33,23 @@ def extra_scores(
     rubrics: Path | None,
     selfcheck_n: int,
     seed: int,
+    correctness: bool = True,
+    correctness_n: int = 3,
 ) -> list[dict[str, MetricScore]]:
-    """g_eval and selfcheck scores per trace (LLM when a runner is given, else offline)."""
+    """answer_correctness, g_eval and selfcheck scores per trace (LLM when a runner is
+    given, else offline; G-Eval is not offered offline: undetermined with the reason)."""
     out: list[dict[str, MetricScore]] = [{} for _ in traces]
+    if correctness:
+        impl: Correctness
+        if runner is not None:
+            from ragtriage.metrics._correctness_llm import LLMCorrectness
+
+            impl = LLMCorrectness(runner, n=correctness_n, seed=seed)
+        else:
+            impl = OfflineCorrectness(emb)
+        results = impl.score_many([correctness_input(t) for t in traces])
+        for row, res in zip(out, results, strict=True):
+            row.update(correctness_scores(res, impl.name))
     if g_eval:
         rubs = load_rubrics(rubrics) if rubrics is not None else DEFAULT_RUBRICS
         ge = (

@@ -3,11 +3,14 @@
 
 Default rubrics: faithfulness, relevance, completeness, clarity; user rubrics come from a
 YAML file (``rubrics: [{name, description, steps?}]``). The LLM judge asks for all
-criteria of a trace in one call (reasoning first, then the score). The offline judge is
-an *approximation*, labelled ``offline-approx``: faithfulness = supported-claim share,
-relevance = query/answer embedding cosine, completeness = share of ground-truth content
-tokens in the answer, clarity = sentence length and repetition; each mapped to 1–5. A
-user rubric has no offline approximation and is ``undetermined`` offline.
+criteria of a trace in one call (reasoning first, then the score).
+
+G-Eval is not offered offline: every rubric is ``undetermined`` with the reason. An
+earlier offline "approximation" only re-mapped other scores to 1-5 (the offline
+faithfulness, the relevance cosine, reference-token coverage, sentence length) -- no
+measurement of its own, and misleading (clarity 4.99 on a run where 71 answers were
+"I don't know."). The measured scores themselves (``faithfulness``,
+``answer_relevancy``, ``answer_correctness.*``) are reported beside it.
 """
 
 from __future__ import annotations
@@ -17,18 +20,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ragtriage.embedding import Embedder
 from ragtriage.errors import InputError
-from ragtriage.metrics._context import answer_claims, context_texts
+from ragtriage.metrics._context import context_texts
 from ragtriage.metrics._judgements import MetricScore
 from ragtriage.metrics._llm_judge import llm_judge_name
-from ragtriage.metrics._offline import OfflineJudge
-from ragtriage.metrics._rag import faithfulness
 from ragtriage.records import Trace
-from ragtriage.text import content_tokens, word_tokens
 
 if TYPE_CHECKING:  # the LLM layer (openai, aiohttp) is imported when a call is made
     from ragtriage.llm import ChatRequest, Completion, LLMFailure, LLMRunner
@@ -79,59 +78,21 @@ def load_rubrics(path: Path) -> tuple[Rubric, ...]:
     return tuple(out)
 
 
-def _to_scale(x: float) -> float:
-    return round(1 + 4 * min(1.0, max(0.0, x)), 6)
-
-
-def _clarity(answer: str) -> float | None:
-    sents = answer_claims(answer)
-    if not sents:
-        return None
-    lengths = [len(word_tokens(s)) for s in sents]
-    long_penalty = float(np.mean([min(1.0, 40 / n) if n > 40 else 1.0 for n in lengths]))
-    distinct = len(set(sents)) / len(sents)
-    return long_penalty * distinct
+#: why G-Eval has no offline score
+OFFLINE_REASON: Final = (
+    "G-Eval needs an LLM judge (--judge llm); offline it would only re-map other scores"
+)
 
 
 def g_eval_offline(
     trace: Trace, rubrics: Sequence[Rubric], embedder: Embedder
 ) -> dict[str, MetricScore]:
-    """1–5 scores per rubric from the offline approximation (``offline-approx``)."""
-    judge = "offline-approx"
-    answer = trace.answer.strip()
-    out: dict[str, MetricScore] = {}
-    for r in rubrics:
-        name = f"g_eval.{r.name}"
-        if r.name not in _OFFLINE:
-            out[name] = MetricScore(
-                judge=judge, undetermined_reason="custom rubric needs the LLM judge"
-            )
-            continue
-        if not answer:
-            out[name] = MetricScore(judge=judge, undetermined_reason="empty answer")
-            continue
-        value: float | None
-        reason = ""
-        if r.name == "faithfulness":
-            f = faithfulness(OfflineJudge().judge_one(trace))
-            value, reason = f.value, f.undetermined_reason or ""
-        elif r.name == "relevance":
-            v = np.asarray(embedder.embed([trace.example.query, answer]), dtype=np.float64)
-            value = max(0.0, float(v[0] @ v[1]))
-        elif r.name == "completeness":
-            ref = content_tokens(trace.example.answer) if trace.example.answerable else []
-            pool = set(content_tokens(answer))
-            value = sum(t in pool for t in ref) / len(ref) if ref else None
-            reason = "no ground-truth answer"
-        else:
-            value = _clarity(answer)
-            reason = "no sentence"
-        out[name] = (
-            MetricScore(value=_to_scale(value), judge=judge)
-            if value is not None
-            else MetricScore(judge=judge, undetermined_reason=reason or "not judged")
-        )
-    return out
+    """Every rubric ``undetermined`` offline, with the reason (:data:`OFFLINE_REASON`)."""
+    del trace, embedder  # nothing offline measures a rubric
+    return {
+        f"g_eval.{r.name}": MetricScore(judge="offline", undetermined_reason=OFFLINE_REASON)
+        for r in rubrics
+    }
 
 
 _SYSTEM: Final = (

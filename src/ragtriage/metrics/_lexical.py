@@ -7,7 +7,7 @@ from collections import Counter
 
 from ragtriage.text import normalize, word_tokens
 
-__all__ = ["exact_match", "rouge_l", "token_f1"]
+__all__ = ["exact_match", "has_tokens", "rouge_l", "token_f1"]
 
 _PUNCT = frozenset(".,;:!?\"'()[]{}。，；：！？、“”‘’（）《》【】-—")
 
@@ -16,16 +16,24 @@ def _tokens(text: str) -> list[str]:
     return [t for t in word_tokens(text) if t not in _PUNCT and t.strip()]
 
 
+def has_tokens(text: str) -> bool:
+    """Whether ``text`` has a token the overlap scores compare (punctuation is none)."""
+    return bool(_tokens(text))
+
+
 def exact_match(prediction: str, reference: str) -> float:
     """1.0 when the normalised token sequences are equal, else 0.0."""
     return 1.0 if _tokens(normalize(prediction)) == _tokens(normalize(reference)) else 0.0
 
 
 def token_f1(prediction: str, reference: str) -> float | None:
-    """Bag-of-tokens F1 (SQuAD style); ``None`` when either side has no token."""
+    """Bag-of-tokens F1 (SQuAD style); 0 when only the reference has tokens (an empty
+    answer overlaps nothing); ``None`` when the reference has none."""
     p, r = Counter(_tokens(prediction)), Counter(_tokens(reference))
-    if not p or not r:
+    if not r:
         return None
+    if not p:
+        return 0.0
     common = sum((p & r).values())
     if common == 0:
         return 0.0
@@ -44,10 +52,13 @@ def _lcs(a: list[str], b: list[str]) -> int:
 
 
 def rouge_l(prediction: str, reference: str) -> float | None:
-    """ROUGE-L F1 over tokens; ``None`` when either side has no token."""
+    """ROUGE-L F1 over tokens; 0 for an answer without tokens, ``None`` when the reference
+    has none."""
     p, r = _tokens(prediction), _tokens(reference)
-    if not p or not r:
+    if not r:
         return None
+    if not p:
+        return 0.0
     lcs = _lcs(p, r)
     if lcs == 0:
         return 0.0

@@ -1,39 +1,39 @@
-"""Offline judge for the evaluation metrics: lexical entailment over content tokens (EN
-words, ZH characters) with a number check — no model, deterministic.
+"""Offline judge for the evaluation metrics — no LLM, deterministic.
 
-A claim is *supported* when most of its content tokens occur in the context and every
-number it states does; *contradicted* when it overlaps the context but states a number the
-context does not have; otherwise *not supported*. Answer relevancy's reverse questions
-come from rules (:mod:`ragtriage.metrics._reverse`): the answer's main claim turned into
+Claims are the answer's sentences and clauses (:func:`~ragtriage.metrics._entail.split_claims`)
+and each is judged against the context by the offline entailment core
+(:mod:`ragtriage.metrics._entail`, shared with ``answer_correctness``): *supported* when
+entailed, *contradicted* when a number, date or name of the claim conflicts with the
+context clause saying the same thing, or the claim negates it ("never took over as CFO"),
+or says an opposite term ("fell" for "rose"); otherwise *not supported*. With an
+embedder, English claims that hold 40-70 % of their words in the context are compared
+with its best sentences (paraphrase). Answer relevancy's reverse questions come from
+rules (:mod:`ragtriage.metrics._reverse`): the answer's main claim turned into
 wh-questions by the type of its answer slot (number, date, person, other; EN and ZH).
 """
 
 from __future__ import annotations
 
-import re
-from typing import Final
+from functools import lru_cache
+from typing import Any, Final
 
 from ragtriage.diagnosis.answer_styles import declining_sentence
-from ragtriage.metrics._context import (
-    CITATION,
-    answer_claims,
-    context_texts,
-    reference_sentences,
-)
+from ragtriage.metrics._context import context_texts, reference_sentences
+from ragtriage.metrics._entail import Entailment, Premise, check_claims, split_claims
 from ragtriage.metrics._judgements import ClaimVerdict, TraceJudgements, Verdict
 from ragtriage.metrics._reverse import reverse_questions
 from ragtriage.records import Trace
-from ragtriage.text import content_tokens, nfkc
+from ragtriage.text import content_tokens
 
 __all__ = ["OfflineJudge", "claim_verdict"]
 
 SUPPORT: Final = 0.7
 RELEVANT: Final = 0.5
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-
-
-def _numbers(text: str) -> set[str]:
-    return {n.replace(",", "") for n in _NUMBER.findall(nfkc(text))}
+_VERDICT: Final[dict[Entailment, Verdict]] = {
+    "entailed": "supported",
+    "contradicted": "contradicted",
+    "neutral": "not_supported",
+}
 
 
 def _recall(tokens: list[str], pool: set[str]) -> float | None:
@@ -42,16 +42,16 @@ def _recall(tokens: list[str], pool: set[str]) -> float | None:
     return sum(t in pool for t in tokens) / len(tokens)
 
 
+@lru_cache(maxsize=256)
+def _premise(context: str) -> Premise:
+    return Premise.of(context)
+
+
 def claim_verdict(claim: str, context: str) -> Verdict:
-    claim = CITATION.sub(" ", claim)  # "[1]" cites a chunk: not a number the claim states
-    pool = set(content_tokens(context))
-    rec = _recall(content_tokens(claim), pool) or 0.0
-    missing_numbers = _numbers(claim) - _numbers(context)
-    if missing_numbers and rec >= 0.5:
-        return "contradicted"
-    if rec >= SUPPORT and not missing_numbers:
-        return "supported"
-    return "not_supported"
+    """One claim against a context (the offline entailment core, no embedder); a claim
+    without content is ``not_supported``."""
+    check = check_claims([(claim, _premise(context))])[0]
+    return _VERDICT.get(check.verdict, "not_supported")
 
 
 class OfflineJudge:
@@ -59,23 +59,56 @@ class OfflineJudge:
 
     name = "offline"
 
+    def __init__(self, embedder: Any | None = None) -> None:
+        #: compares English paraphrases (claims holding 40-70 % of their words)
+        self.embedder = embedder
+
     def judge_one(self, trace: Trace) -> TraceJudgements:
+        return self.judge_many([trace])[0]
+
+    def judge_many(self, traces: list[Trace]) -> list[TraceJudgements]:
+        """Every trace's judgements; the claims of all traces checked in one pass (one
+        embedder batch)."""
+        jobs: list[tuple[str, Premise]] = []
+        spans: list[tuple[int, int] | str] = []
+        for trace in traces:
+            ctx = context_texts(trace)
+            answer = trace.answer.strip()
+            claims = split_claims(answer) if answer else []
+            if not answer:
+                spans.append("empty answer")
+            elif not claims and declining_sentence(answer):
+                spans.append("the answer declines to answer: no claims")
+            elif not claims:
+                spans.append("no claims in the answer")
+            elif not ctx:
+                spans.append("no context chunks")
+            else:
+                premise = Premise.of("\n".join(ctx))
+                spans.append((len(jobs), len(jobs) + len(claims)))
+                jobs.extend((c, premise) for c in claims)
+        checks = check_claims(jobs, self.embedder)
+        out = []
+        for trace, span in zip(traces, spans, strict=True):
+            if isinstance(span, str):
+                out.append(self._judgements(trace, None, span))
+                continue
+            decided = [c for c in checks[span[0] : span[1]] if c.verdict != "undetermined"]
+            if not decided:
+                out.append(self._judgements(trace, None, "no claim of the answer could be decided"))
+                continue
+            verdicts = tuple(
+                ClaimVerdict(claim=c.claim, verdict=_VERDICT[c.verdict]) for c in decided
+            )
+            out.append(self._judgements(trace, verdicts, None))
+        return out
+
+    def _judgements(
+        self, trace: Trace, claims: tuple[ClaimVerdict, ...] | None, claims_reason: str | None
+    ) -> TraceJudgements:
         ctx = context_texts(trace)
         joined = "\n".join(ctx)
         answer = trace.answer.strip()
-        claims: tuple[ClaimVerdict, ...] | None = None
-        claims_reason = None
-        if not answer:
-            claims_reason = "empty answer"
-        elif declining_sentence(answer) and len(answer_claims(answer)) <= 1:
-            claims_reason = "the answer declines to answer: no claims"
-        elif not ctx:
-            claims_reason = "no context chunks"
-        else:
-            claims = tuple(
-                ClaimVerdict(claim=c, verdict=claim_verdict(c, joined))
-                for c in answer_claims(answer)
-            )
         reference = trace.example.answer if trace.example.answerable else ""
         ref_tokens = content_tokens(reference or trace.example.query)
         chunk_relevant = (
@@ -111,6 +144,3 @@ class OfflineJudge:
             noncommittal=noncommittal,
             questions_reason=questions_reason,
         )
-
-    def judge_many(self, traces: list[Trace]) -> list[TraceJudgements]:
-        return [self.judge_one(t) for t in traces]
