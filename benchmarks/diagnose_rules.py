@@ -39,6 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from ragtriage._regex import compile_all  # noqa: E402
 from ragtriage.config import DiagnosisConfig  # noqa: E402
 from ragtriage.diagnosis import Diagnoser  # noqa: E402
 from ragtriage.diagnosis._context import CaseContext  # noqa: E402
@@ -570,6 +571,7 @@ def main() -> None:
     built = time.perf_counter() - t0
     diagnoser = Diagnoser("rules", args.strategy)
     asyncio.run(diagnoser.diagnose_many(traces[:50]))  # warm caches and imports
+    compile_all()  # the rules' patterns compile on first use; not a cost per trace
     profiler = cProfile.Profile() if args.profile else None
     if profiler is not None:
         profiler.enable()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -125,3 +126,27 @@ def test_a_lazy_package_gives_every_public_name_from_its_submodule(package: str)
         defined = getattr(importlib.import_module(f"{package}.{module}"), name)
         assert getattr(pkg, name) is defined, name
     assert set(pkg.__all__) <= set(dir(pkg))
+
+
+def test_a_lazy_pattern_compiles_on_first_use_and_matches_as_re_does() -> None:
+    from ragtriage._regex import compile_all, lazy_compile
+
+    source, flags = r"(?P<n>\d+)\s*(?:km|miles)\b", re.IGNORECASE
+    lazy, plain = lazy_compile(source, flags), re.compile(source, flags)
+    assert lazy.pattern == plain.pattern
+    assert "search" not in vars(lazy)  # nothing compiled yet
+    text = "12 KM, then 7 miles and 3kms"
+    assert lazy.findall(text) == plain.findall(text)
+    assert "search" in vars(lazy)  # compiled once, its methods are now the pattern's own
+    assert [m.span() for m in lazy.finditer(text)] == [m.span() for m in plain.finditer(text)]
+    assert lazy.sub("<\\g<n>>", text) == plain.sub("<\\g<n>>", text)
+    assert lazy.split(text) == plain.split(text)
+    assert (lazy.flags, lazy.groups, lazy.groupindex) == (
+        plain.flags,
+        plain.groups,
+        plain.groupindex,
+    )
+    other = lazy_compile(r"[\u4e00-\u9fff]+")
+    compile_all()  # what the engine does before forking workers
+    assert "search" in vars(other)
+    assert other.findall("ab 中文 cd") == ["中文"]

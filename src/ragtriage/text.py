@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import filterfalse
 
+from ragtriage._regex import lazy_compile
+
 __all__ = [
     "STOPWORDS_EN",
     "STOPWORDS_ZH",
@@ -47,8 +49,8 @@ _CJK_RANGES = (
 
 
 _CJK_CLASS = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _CJK_RANGES)
-_CJK_RE = re.compile(f"[{_CJK_CLASS}]")
-_LETTER_RE = re.compile(r"[^\W\d_]")
+_CJK_RE = lazy_compile(f"[{_CJK_CLASS}]")
+_LETTER_RE = lazy_compile(r"[^\W\d_]")
 
 
 def is_cjk(ch: str) -> bool:
@@ -74,12 +76,12 @@ def detect_language(text: str) -> str:
     return "zh" if cjk_ratio(text) > 0.2 else "en"
 
 
-_PUNCT_SYMBOL_RE = re.compile(r"[^\w\s]|_")
+_PUNCT_SYMBOL_RE = lazy_compile(r"[^\w\s]|_")
 
 
 # A leading list marker: "1. ", "2) ", "(3) ", "（4）", "5、", "a) ", "- ", "• ", "一、",
 # "第一，". One or two digits only, so "2021. The year ..." or "3.5 %" stay intact.
-_LIST_MARKER_RE = re.compile(
+_LIST_MARKER_RE = lazy_compile(
     r"""^\s*(?:
         [(（]\s*(?:\d{1,2}|[a-zA-Z]|[一二三四五六七八九十]{1,2})\s*[)）]\s*
       | (?:\d{1,2}|[a-z])[.)](?=\s)\s*   # lower case only: "J. K. Rowling" keeps "J."
@@ -119,7 +121,7 @@ def nfkc(text: str) -> str:
     return unicodedata.normalize("NFKC", text)
 
 
-_RE_FULL_WIDTH = re.compile("[\uff01-\uff5e\u3000]")
+_RE_FULL_WIDTH = lazy_compile("[\uff01-\uff5e\u3000]")
 _FULL_WIDTH = {chr(c): chr(c - 0xFEE0) for c in range(0xFF01, 0xFF5F)} | {"\u3000": " "}
 
 
@@ -147,10 +149,10 @@ _normalize_cached = lru_cache(maxsize=16384)(_normalize)
 
 # A Latin token: letters/digits, keeping inner apostrophes, hyphens, dots and commas in
 # numbers ("o'neil", "covid-19", "3.5", "1,200").
-_LATIN_TOKEN = re.compile(r"[^\W_]+(?:(?:['’\-]|(?<=\d)[.,](?=\d))[^\W_]+)*", re.UNICODE)
+_LATIN_TOKEN = lazy_compile(r"[^\W_]+(?:(?:['’\-]|(?<=\d)[.,](?=\d))[^\W_]+)*", re.UNICODE)
 
 
-_CJK_OR_RUN_RE = re.compile(f"[{_CJK_CLASS}]|[^{_CJK_CLASS}]+")
+_CJK_OR_RUN_RE = lazy_compile(f"[{_CJK_CLASS}]|[^{_CJK_CLASS}]+")
 
 
 def token_spans(text: str) -> list[tuple[int, int]]:
@@ -282,7 +284,7 @@ def _match_tokens(text: str) -> tuple[list[str], bool]:
     return out, True
 
 
-_CJK_RUNS_RE = re.compile(f"[{_CJK_CLASS}]+|[^{_CJK_CLASS}]+")
+_CJK_RUNS_RE = lazy_compile(f"[{_CJK_CLASS}]+|[^{_CJK_CLASS}]+")
 
 
 def content_tokens(text: str) -> list[str]:
@@ -359,9 +361,9 @@ _ABBREVIATIONS = frozenset(
 )
 
 # end of an English sentence: . ! ? (optionally closing quotes/brackets) then whitespace
-_EN_END = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s)")
+_EN_END = lazy_compile(r"[.!?]+[\"'”’)\]]*(?=\s)")
 # end of a Chinese sentence: full-width terminators (no whitespace needed)
-_ZH_END = re.compile(r"[。！？；!?]+[”’」』）)]*|…{1,2}")
+_ZH_END = lazy_compile(r"[。！？；!?]+[”’」』）)]*|…{1,2}")
 
 
 @lru_cache(maxsize=1)
@@ -469,7 +471,7 @@ def _split_sentences(text: str) -> list[Sentence]:
 
 #: a Chinese sentence end starts with one of these (a cheap test before _ZH_END, whose
 #: alternatives keep the regex engine from skipping ahead); "!" and "?" are the ASCII ones
-_ZH_END_START = re.compile(r"[。！？；!?…]")
+_ZH_END_START = lazy_compile(r"[。！？；!?…]")
 
 
 @lru_cache(maxsize=4096)
@@ -481,7 +483,7 @@ def _split_sentences_cached(text: str) -> tuple[Sentence, ...]:
 
 #: an ASCII capital that is a literal of the pattern (not the letter of an escape such as
 #: \S or \W: preceded by an odd number of backslashes)
-_PATTERN_CAPITAL = re.compile(r"(?<!\\)(?:\\\\)*[A-Z]")
+_PATTERN_CAPITAL = lazy_compile(r"(?<!\\)(?:\\\\)*[A-Z]")
 
 
 class FoldedPattern:

@@ -27,7 +27,6 @@ from ragtriage.cli._batch import (
     open_batch,
 )
 from ragtriage.errors import ConfigError, InputError
-from ragtriage.rundir import DiagnosisDirPlan, plan_diagnosis_dir
 
 if TYPE_CHECKING:  # the records, config and report load with the command (fast --help)
     from ragtriage.config import PipelineConfig
@@ -36,6 +35,7 @@ if TYPE_CHECKING:  # the records, config and report load with the command (fast 
     from ragtriage.executors import Executor
     from ragtriage.llm import BatchSession, LedgerSummary, LLMRunner
     from ragtriage.records import Diagnosis, Trace
+    from ragtriage.rundir import DiagnosisDirPlan
 
 __all__ = ["DIAGNOSES_FILE", "read_traces", "register", "resolve_input"]
 
@@ -505,6 +505,7 @@ def register(app: typer.Typer) -> None:
         from ragtriage.records import Diagnosis
         from ragtriage.report.aggregate import summarize
         from ragtriage.report.terminal import render_summary
+        from ragtriage.rundir import plan_diagnosis_dir
 
         if judge not in JUDGES:
             raise InputError(f"expected one of {', '.join(JUDGES)}", field="--judge")

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
+from ragtriage._regex import lazy_compile
 from ragtriage.diagnosis.facts import (
     TITLES,
     DateMention,
@@ -46,7 +47,7 @@ from ragtriage.text import content_tokens, has_content, normalize
 __all__ = ["FactSwap", "NameSubstitution", "fact_swaps", "is_initials", "substituted_names"]
 
 #: clause boundaries: sentence ends, semicolons, colons, commas, and clause conjunctions
-_CLAUSE_BOUNDARY = re.compile(
+_CLAUSE_BOUNDARY = lazy_compile(
     # a comma before "with" and a description attaches it to the name before it ("Dr.
     # Jane Henderson, with experience in healthcare management, and …"; not "…, with
     # Daniel Weir prosecuting": another name, another clause)
@@ -99,8 +100,8 @@ def _clauses(text: str) -> list[tuple[int, int]]:
     return out or [(0, len(text))]
 
 
-_CAP_BEFORE = re.compile(r"[A-Z][A-Za-z]*[ \t]+\Z")
-_CAP_AFTER = re.compile(r"[ \t]+[A-Z][a-z]")
+_CAP_BEFORE = lazy_compile(r"[A-Z][A-Za-z]*[ \t]+\Z")
+_CAP_AFTER = lazy_compile(r"[ \t]+[A-Z][a-z]")
 
 
 def _joins_names(text: str, start: int, end: int) -> bool:
@@ -269,7 +270,7 @@ def _kind_anchor(layout: _Layout, fact_index: int) -> frozenset[str]:
     )
 
 
-_SENTENCE_END = re.compile(r"[.!?。！？；;\n]")
+_SENTENCE_END = lazy_compile(r"[.!?。！？；;\n]")
 
 
 @lru_cache(maxsize=256)
@@ -405,7 +406,7 @@ def _between(layout: _Layout, a: int, b: int) -> str:
     return " ".join(layout.text[layout.facts[a].end : layout.facts[b].start].split()).lower()
 
 
-_WORD = re.compile(r"\S+")
+_WORD = lazy_compile(r"\S+")
 
 
 def _between_upto(layout: _Layout, a: int, b: int, limit: int) -> str | None:

@@ -32,6 +32,7 @@ from functools import lru_cache
 from itertools import combinations, pairwise
 from typing import NamedTuple
 
+from ragtriage._regex import lazy_compile
 from ragtriage.diagnosis.answer_styles import declining_sentence
 from ragtriage.diagnosis.facts import (
     DateMention,
@@ -73,7 +74,7 @@ __all__ = [
 ]
 
 # a period ends a clause, not after an initial ("G. Torres")
-_CLAUSE = re.compile(
+_CLAUSE = lazy_compile(
     r"[\n;；。！？!?]|[,，](?=\s*(?:and|while|whereas|but|而|但)\b)|(?<=[.])(?<!\b[A-Z]\.)\s+"
 )
 
@@ -85,12 +86,12 @@ def clauses(text: str) -> list[str]:
 
 # -- direction of a change ------------------------------------------------------------
 
-_UP = re.compile(
+_UP = lazy_compile(
     r"\b(?:rose|rise[ns]?|rising|increase[ds]?|increasing|grew|grow(?:s|n|ing)?|growth|up|"
     r"higher|gain(?:ed|s)?|climb(?:ed|s)?|jump(?:ed|s)?|surge[ds]?)\b|增长|增加|上升|上涨|提高|提升|增幅",
     re.IGNORECASE,
 )
-_DOWN = re.compile(
+_DOWN = lazy_compile(
     r"\b(?:fell|fall(?:s|en|ing)?|decline[ds]?|declining|decrease[ds]?|decreasing|drop(?:ped|s)?|"
     r"down|lower|shrank|shrink(?:s|ing)?|los[st]|reduc(?:ed|tion)|cut)\b|下降|减少|下滑|降低|下跌|减幅|萎缩",
     re.IGNORECASE,
@@ -134,7 +135,7 @@ def direction_flips(ground_truth: str, answer: str) -> list[str]:
 # -- compound durations -----------------------------------------------------------------
 
 _IN_SMALLER = {("hour", "minute"): 60.0, ("year", "month"): 12.0, ("minute", "second"): 60.0}
-_JOIN = re.compile(r"^\s*(?:,|and|&|又|零)?\s*$", re.IGNORECASE)
+_JOIN = lazy_compile(r"^\s*(?:,|and|&|又|零)?\s*$", re.IGNORECASE)
 
 
 def compound_durations(text: str, quantities: Sequence[Quantity]) -> list[Quantity]:
@@ -153,7 +154,7 @@ def compound_durations(text: str, quantities: Sequence[Quantity]) -> list[Quanti
 
 # -- order of events --------------------------------------------------------------------
 
-_ORDER_Q = re.compile(
+_ORDER_Q = lazy_compile(
     r"\b(?:which\s+(?:\w+\s+){0,3}?(?:came|happened|occurred|was|were|took\s+place)\s+"
     r"(?:first|earlier|earliest|last|later|latest)|in\s+(?:what|which)\s+order|order\s+of|"
     r"chronolog\w*|sequence|timeline)\b|先后|顺序|哪个先|谁先|时间线",
@@ -329,7 +330,7 @@ def slot_conflict(
     return None
 
 
-_RE_PIECES = re.compile(r"(?<!\d),|,(?!\d)|[;:()，；：（）。!?！？\n]|\.(?:\s|$)")
+_RE_PIECES = lazy_compile(r"(?<!\d),|,(?!\d)|[;:()，；：（）。!?！？\n]|\.(?:\s|$)")
 
 
 def _stated_as_in(value: Quantity, clause: str, ground_truth: str) -> bool:
@@ -358,7 +359,7 @@ def _stated_as_in(value: Quantity, clause: str, ground_truth: str) -> bool:
 # -- a keypoint's place filled with something else ----------------------------------------
 
 #: where a clause of the ground truth ends, for the words around a keypoint
-_PLACE_END = re.compile(r"[\n;；。！？!?,，、:：()（）「」“”\"]|\.(?:\s|$)")
+_PLACE_END = lazy_compile(r"[\n;；。！？!?,，、:：()（）「」“”\"]|\.(?:\s|$)")
 #: the longest filler read between the words around a keypoint (characters)
 _FILLER_MAX = 40
 
@@ -414,7 +415,7 @@ def _other_than(filler: str, keypoint: str, low_gt: str) -> bool:
     return 4 * len(want_w & got_w) < 3 * len(want_w)
 
 
-_CAPITALISED = re.compile(r"\b[A-Z]")
+_CAPITALISED = lazy_compile(r"\b[A-Z]")
 
 
 def _places(before: str, after: str) -> list[tuple[str, str]]:
@@ -437,7 +438,7 @@ def _places(before: str, after: str) -> list[tuple[str, str]]:
     return out
 
 
-_WORD = re.compile(r"[a-z0-9][a-z0-9'-]*")
+_WORD = lazy_compile(r"[a-z0-9][a-z0-9'-]*")
 
 
 def _edges(piece: str, *, tail: bool) -> list[str]:
@@ -520,7 +521,7 @@ def keypoint_variant(keypoint: str, answer: str) -> str | None:
     return None
 
 
-_KP_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
+_KP_WORD = lazy_compile(r"[A-Za-z][A-Za-z'-]*")
 
 
 def _sibling_words(a: str, b: str) -> bool:
@@ -542,26 +543,26 @@ def _sibling_words(a: str, b: str) -> bool:
 # -- the other option of a two-way question ---------------------------------------------
 
 #: "…, A or B?" (options after a comma/colon, or right after the question word)
-_OR_EN = re.compile(
+_OR_EN = lazy_compile(
     r"(?:^|[,:;]\s*|\b(?:between|did|does|do|is|was|were|has|had)\s+)"
     r"([^,:;?]+?)\s+or\s+([^,:;?]+?)\s*(?=[,:;?]|$)",
     re.IGNORECASE,
 )
 #: "A还是B", "A和B(相比)，哪…/谁…"
-_OR_ZH = re.compile(
+_OR_ZH = lazy_compile(
     r"([^，,：:；;？?。]{2,24}?)(?:[，,]?\s*还是|与|和|跟)([^，,：:；;？?。]{2,24}?)"
     r"(?:相比)?[，,]?\s*(?=哪|谁|[？?]|$)"
 )
-_Q_LEAD = re.compile(
+_Q_LEAD = lazy_compile(
     r"^(?:which|who|what|whose|did|does|do|is|was|were|has|had|between)\s+", re.IGNORECASE
 )
 #: comparative words of a question ("earlier", "more", "更早", "较高")
-_COMPARATIVE = re.compile(
+_COMPARATIVE = lazy_compile(
     r"\b(?:\w{3,}er|more|less|fewer|most|least|first|last|best|worst|before|after|longest|"
     r"shortest|earliest|latest|largest|smallest|highest|lowest)\b|[更较最][\u4e00-\u9fff]|先|后",
     re.IGNORECASE,
 )
-_TIME_CUES = re.compile(
+_TIME_CUES = lazy_compile(
     r"\b(?:earl\w*|lat(?:er|est)|first|last|before|after|older|oldest|newer|newest|sooner|"
     r"longer|longest|shorter|shortest)\b|早|晚|先|后|久",
     re.IGNORECASE,
@@ -595,8 +596,8 @@ _NOT_COMPARATIVE = frozenset(
         "power",
     }
 )
-_ZH_COMMA = re.compile(r"[，、]")
-_PICK_SPLIT = re.compile(r"[，、：]|:(?!\d)")
+_ZH_COMMA = lazy_compile(r"[，、]")
+_PICK_SPLIT = lazy_compile(r"[，、：]|:(?!\d)")
 #: comparatives of the opposite sense: a text that uses one picks by negation ("later
 #: than Saxby"), so its opening option is not its pick
 _OPPOSITE = {
@@ -624,7 +625,7 @@ _OPPOSITE = {
 }
 _OPPOSITE.update({v: k for k, v in list(_OPPOSITE.items())})
 #: organisation tails dropped when looking a Chinese option up in a text
-_ZH_OPTION_TAIL = re.compile(r"(?:股份)?(?:有限)?(?:责任)?(?:公司|集团)$")
+_ZH_OPTION_TAIL = lazy_compile(r"(?:股份)?(?:有限)?(?:责任)?(?:公司|集团)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -638,7 +639,7 @@ class ChoiceConflict:
     about_time: bool
 
 
-_NAME_RUN = re.compile(r"^[A-Z][\w.'-]*(?:\s+(?:(?:of|de|&|and)\s+)?[A-Z][\w.'-]*)*")
+_NAME_RUN = lazy_compile(r"^[A-Z][\w.'-]*(?:\s+(?:(?:of|de|&|and)\s+)?[A-Z][\w.'-]*)*")
 
 
 def _name_part(option: str) -> str:
@@ -690,7 +691,7 @@ def _mentioned(keys: tuple[str, ...], text: str) -> bool:
 
 
 #: what introduces the option a comparison is made against ("earlier than B", "早于B")
-_AGAINST = re.compile(
+_AGAINST = lazy_compile(
     r"(?:\b(?:than|versus|vs\.?|compared\s+(?:with|to)|against)|于|比|相比|对比|较)\s*$",
     re.IGNORECASE,
 )
@@ -715,7 +716,7 @@ def _named_as_pick(keys: tuple[str, ...], clause: str) -> bool:
     return False
 
 
-_WORD_BEFORE = re.compile(r"(\w+)[\s'’s]*\Z")
+_WORD_BEFORE = lazy_compile(r"(\w+)[\s'’s]*\Z")
 
 
 def _chosen(
@@ -763,7 +764,7 @@ def _zh_option_grams(options: tuple[str, str]) -> tuple[frozenset[str], frozense
 
 
 #: what a Chinese comparison is made against ("比B", "早于B", "与B相比"): no pick
-_ZH_AGAINST = re.compile(r"比|相比|对比|[早晚先后高低多少大小长短]于")
+_ZH_AGAINST = lazy_compile(r"比|相比|对比|[早晚先后高低多少大小长短]于")
 
 
 def _zh_named(grams: tuple[frozenset[str], frozenset[str]], text: str) -> int:
@@ -1005,8 +1006,8 @@ def _values_of(families: tuple[tuple[str, ...], ...]) -> dict[str, tuple[int, in
 
 _VALUE_EN = _values_of(_OPPOSITES_EN)
 _VALUE_ZH = _values_of(_OPPOSITES_ZH)
-_EN_WORD = re.compile(r"[a-z]+|\d+")
-_ZH_TERM = re.compile("|".join(sorted(_VALUE_ZH, key=len, reverse=True)))
+_EN_WORD = lazy_compile(r"[a-z]+|\d+")
+_ZH_TERM = lazy_compile("|".join(sorted(_VALUE_ZH, key=len, reverse=True)))
 # a neighbour of a term is one of these words, which say nothing by themselves
 _ZH_NEIGHBOUR_STOP = frozenset("的了是在和与及或为对于其该这那有无不也都而并且时")
 
@@ -1021,7 +1022,7 @@ _RELATIONAL_ZH = frozenset(
     n for n, family in enumerate(_OPPOSITES_ZH) if family[0].split()[0] in ("之前", "高于")
 )
 _EN_BARRIERS = frozenset(["than"])
-_WORDS_ONLY = re.compile(r"\w+\Z")
+_WORDS_ONLY = lazy_compile(r"\w+\Z")
 
 
 class _Term(NamedTuple):
@@ -1147,7 +1148,7 @@ def opposite_terms(ground_truth: str, answer: str) -> list[tuple[str, str]]:
 #: one ("可逆" / "不可逆")
 _EN_NEGATIONS = ("un", "in", "ir", "il", "im", "non", "dis")
 _ZH_NEGATIONS = ("不", "非", "无")
-_ZH_PAIR = re.compile(r"(?=([\u4e00-\u9fff]{2})([\u4e00-\u9fff]{1,2}))")
+_ZH_PAIR = lazy_compile(r"(?=([\u4e00-\u9fff]{2})([\u4e00-\u9fff]{1,2}))")
 
 
 def negated_terms(ground_truth: str, answer: str) -> list[tuple[str, str]]:
@@ -1193,9 +1194,9 @@ def negated_terms(ground_truth: str, answer: str) -> list[tuple[str, str]]:
 
 
 #: a Chinese verb negated in the ground truth: "不再溶于", "不能进入", "无法治愈"
-_ZH_NEGATED_VERB = re.compile(r"(不再|不能|不会|不可|无法)([\u4e00-\u9fff]{2})")
+_ZH_NEGATED_VERB = lazy_compile(r"(不再|不能|不会|不可|无法)([\u4e00-\u9fff]{2})")
 #: the same verb asserted in the answer: "仍然可以溶于", "能够进入", "还会复发"
-_ZH_AFFIRMED = re.compile(
+_ZH_AFFIRMED = lazy_compile(
     r"(?<![不无没未])(仍然可以|仍可以|仍然能|仍能|依然可以|依然能|还可以|还能|可以|能够)([\u4e00-\u9fff]{2})"
 )
 
@@ -1211,7 +1212,7 @@ def _label(word: str, neighbour: str) -> str:
 
 # -- grades and stages in Roman numerals ----------------------------------------------------
 
-_ROMAN = re.compile(
+_ROMAN = lazy_compile(
     r"(?<![A-Za-z])((?:X|IX|IV|V?I{0,3}|XI{1,2})(?:[A-D]|[a-d](?![a-z]))?)(?![A-Za-z])"
 )
 #: what a Roman numeral grades: the word before it (EN) or the character after it (ZH)
@@ -1267,7 +1268,7 @@ def _grade(what: str, numeral: str) -> str:
 # -- strict bounds --------------------------------------------------------------------------
 
 #: a strict bound right before an amount: the amount itself is excluded ("> 60", "超过60")
-_STRICT_BOUND = re.compile(
+_STRICT_BOUND = lazy_compile(
     r"(?:[<>]|\b(?:more|greater|higher|fewer|less|lower)\s+than|\b(?:over|above|below|under)"
     r"|超过|大于|高于|多于|小于|低于|少于|不足|不到)\s*\Z",
     re.IGNORECASE,
@@ -1306,12 +1307,12 @@ _ORDINALS_EN = {
     "2nd": 2, "3rd": 3, "4th": 4, "5th": 5, "6th": 6,
 }  # fmt: skip
 _SUPERLATIVE_EN = r"(?:most|least)[-\s]+[a-z]+|[a-z]{3,}est\b"
-_RANK_EN = re.compile(
+_RANK_EN = lazy_compile(
     rf"\b(?:(second|third|fourth|fifth|sixth|2nd|3rd|4th|5th|6th)[-\s]+)?({_SUPERLATIVE_EN})",
     re.IGNORECASE,
 )
 _ZH_RANK_NUM = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6}
-_RANK_ZH = re.compile(r"(?:第([一二两三四五六])|最)([大多高低小早晚长])")
+_RANK_ZH = lazy_compile(r"(?:第([一二两三四五六])|最)([大多高低小早晚长])")
 #: "-est" words that rank nothing
 _NOT_SUPERLATIVE = frozenset(
     "interest interests rest forest honest modest earnest request suggest protest test "
@@ -1369,7 +1370,7 @@ _MONTH_WORDS = (
     r"december|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)"
 )
 _BAD_DAY = r"(?:3[2-9]|[4-9]\d)"
-_IMPOSSIBLE_DATE = re.compile(
+_IMPOSSIBLE_DATE = lazy_compile(
     rf"\b{_BAD_DAY}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_WORDS}\b"
     rf"|\b{_MONTH_WORDS}\.?\s+{_BAD_DAY}(?:st|nd|rd|th)?\b"
     rf"|\b3[01](?:st|th)?\s+(?:of\s+)?feb(?:ruary)?\b|\bfeb(?:ruary)?\.?\s+3[01](?:st|th)?\b"
@@ -1391,9 +1392,9 @@ def impossible_dates(text: str) -> list[str]:
 # -- counts -----------------------------------------------------------------------------------
 
 #: "How many branches …", "有几个分支 / 多少家子公司": what the question counts
-_HOW_MANY_EN = re.compile(r"\bhow\s+many\s+([A-Za-z][A-Za-z-]*)", re.IGNORECASE)
-_HOW_MANY_ZH = re.compile(r"(?:几|多少)[个家名位种项条次座所支款部]([\u4e00-\u9fff]{2})")
-_WORD = re.compile(r"[A-Za-z][A-Za-z-]*")
+_HOW_MANY_EN = lazy_compile(r"\bhow\s+many\s+([A-Za-z][A-Za-z-]*)", re.IGNORECASE)
+_HOW_MANY_ZH = lazy_compile(r"(?:几|多少)[个家名位种项条次座所支款部]([\u4e00-\u9fff]{2})")
+_WORD = lazy_compile(r"[A-Za-z][A-Za-z-]*")
 
 
 def _counted(query: str) -> tuple[str, bool] | None:
@@ -1445,7 +1446,7 @@ def count_conflict(query: str, ground_truth: str, answer: str) -> tuple[str, str
 # -- crossed terms ----------------------------------------------------------------------------
 
 #: pieces of a statement: sentences, and clauses parted by a comma, "and", "while", 而, 但
-_PIECE = re.compile(
+_PIECE = lazy_compile(
     r"[;；。！？!?\n]|(?<=[.])\s+|[,，]\s*(?:and\s+|while\s+|whereas\s+|but\s+)?|\s+(?:and|while|whereas|but)\s+"
     r"|而|但"
 )
@@ -1495,9 +1496,9 @@ def roles_swapped(ground_truth: str, answer: str) -> tuple[str, str] | None:
     return None
 
 
-_CAP_NAME = re.compile(r"\b[A-Z][a-z]+(?:(?:-| | of (?:the )?)[A-Z][a-z]+)*")
-_SENTENCE_STOP = re.compile(r"[;\n]|[.!?](?:\s|$)")
-_PASSIVE = re.compile(r"\bby\b", re.IGNORECASE)
+_CAP_NAME = lazy_compile(r"\b[A-Z][a-z]+(?:(?:-| | of (?:the )?)[A-Z][a-z]+)*")
+_SENTENCE_STOP = lazy_compile(r"[;\n]|[.!?](?:\s|$)")
+_PASSIVE = lazy_compile(r"\bby\b", re.IGNORECASE)
 
 
 def _cap_names(text: str) -> list[str]:
@@ -1532,7 +1533,7 @@ def _roles(text: str, names: Sequence[str]) -> list[tuple[str, set[str], str]]:
 
 
 #: the first word after a name (markdown emphasis skipped): a predicate opens with a verb
-_FIRST_WORD = re.compile(r"[*\s]*([a-z]+)\b")
+_FIRST_WORD = lazy_compile(r"[*\s]*([a-z]+)\b")
 #: words that open no predicate: prepositions, articles, conjunctions, numbers
 _NO_PREDICATE = frozenset(
     "in on at of for to from with without and or nor but the a an by as during after before "
@@ -1559,7 +1560,7 @@ def measures_swapped(ground_truth: str, answer: str) -> tuple[str, str] | None:
 
 
 #: an Arabic amount and the Chinese measure word right after it ("21.1分", "12.5个")
-_ZH_MEASURED = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)([\u4e00-\u9fff])")
+_ZH_MEASURED = lazy_compile(r"(?<![\d.])(\d+(?:\.\d+)?)([\u4e00-\u9fff])")
 
 
 def crossed_terms(ground_truth: str, answer: str) -> tuple[str, str] | None:
@@ -1592,14 +1593,14 @@ _ORDINAL_EN = (
     r"1st|2nd|3rd|[4-9]th|10th)"
 )
 #: ordinals in a run ("second and third", "fifth to seventh") and the two words after them
-_ORDINAL_RUN_EN = re.compile(
+_ORDINAL_RUN_EN = lazy_compile(
     rf"\b({_ORDINAL_EN}(?:(?:\s*,\s*|\s+(?:and|or|to|through)\s+){_ORDINAL_EN})*)"
     r"\s+([A-Za-z][A-Za-z-]*)(?:\s+([A-Za-z][A-Za-z-]*))?",
     re.IGNORECASE,
 )
-_ORDINAL_WORD_EN = re.compile(rf"\b{_ORDINAL_EN}\b", re.IGNORECASE)
+_ORDINAL_WORD_EN = lazy_compile(rf"\b{_ORDINAL_EN}\b", re.IGNORECASE)
 _ZH_ORD = "一二三四五六七八九十"
-_ORDINAL_RUN_ZH = re.compile(
+_ORDINAL_RUN_ZH = lazy_compile(
     rf"(第[{_ZH_ORD}]+(?:[、和及至到]第?[{_ZH_ORD}]+)*)([个次届位章条款季代]?[\u4e00-\u9fff]{{2}})"
 )
 

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from ragtriage._regex import lazy_compile
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis._calls import LLMCalls
 from ragtriage.diagnosis.alignment import fact_swaps, is_initials, substituted_names
@@ -91,10 +92,10 @@ __all__ = [
 ]
 
 # the CJK ranges of ragtriage.text.is_cjk, as one regex (a per-character loop is slow)
-_CJK = re.compile(
+_CJK = lazy_compile(
     "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002a6df]"
 )
-_CITATION = re.compile(r"[\[【]\s*\d{1,3}(?:\s*[,，;-]\s*\d{1,3})*\s*[\]】]")
+_CITATION = lazy_compile(r"[\[【]\s*\d{1,3}(?:\s*[,，;-]\s*\d{1,3})*\s*[\]】]")
 #: names in the ground truth count as key facts only for ground truths this short
 _NAMES_MAX_TOKENS = 30
 
@@ -120,7 +121,7 @@ _ZH_META = (
     "相关",
     "具体",
 )
-_CLAUSE_SPLIT = re.compile(
+_CLAUSE_SPLIT = lazy_compile(
     r"[,;:，；：、]|\b(?:but|however|although|though|yet|while)\b|但是|但|然而|不过|虽然|尽管",
     re.I,
 )
@@ -128,11 +129,11 @@ _CLAUSE_SPLIT = re.compile(
 
 #: a decline of what lies beyond the answer given ("do not describe any other
 #: complications"): the answer stands
-_BEYOND = re.compile(r"\b(?:other|further|additional|else|more)\b|其他|其余|更多|别的", re.I)
+_BEYOND = lazy_compile(r"\b(?:other|further|additional|else|more)\b|其他|其余|更多|别的", re.I)
 
 
 #: a refusal of the whole question ("so I can't answer that", "因此无法回答")
-_REFUSES = re.compile(
+_REFUSES = lazy_compile(
     r"\b(?:can\s*not|can't|unable\s+to|not\s+able\s+to)\s+(?:\w+\s+)?(?:answer|tell\s+you)\b"
     r"|无法回答|不能回答|无法作答",
     re.I,
@@ -395,19 +396,19 @@ def _month_named(d: DateMention, answer: str) -> bool:
     )
 
 
-_DERIVED_AFTER = re.compile(
+_DERIVED_AFTER = lazy_compile(
     r"[ \t]*(?:(?:more|less|fewer|higher|lower|larger|smaller|greater|bigger|earlier|later|"
     r"longer|shorter)\b|than\b|(?:的)?(?:差距|差额|差)|多|少|更?[高低早晚])",
     re.IGNORECASE,
 )
-_DERIVED_BEFORE = re.compile(
+_DERIVED_BEFORE = lazy_compile(
     r"(?:\b(?:difference|gap)\s+of|相差|差额为?|差距为?|多出|高出|低出)"
     r"[ \t]*(?:about|around|roughly|approximately|约)?[ \t]*$",
     re.IGNORECASE,
 )
 
 
-_APPROX_BEFORE = re.compile(
+_APPROX_BEFORE = lazy_compile(
     r"(?:\b(?:about|around|roughly|approximately|approx\.?|nearly|almost|some|circa|~)|约|大约|近|将近|左右)"
     r"[ \t]*$",
     re.IGNORECASE,
@@ -416,12 +417,12 @@ _APPROX_BEFORE = re.compile(
 _APPROX = 0.05
 
 
-_UPPER_BOUND_BEFORE = re.compile(
+_UPPER_BOUND_BEFORE = lazy_compile(
     r"(?:\b(?:less|fewer|shorter|lower)\s+than|\b(?:under|below|within|nearly|almost)"
     r"|不到|不足|少于|低于|小于|未满|将近|近)[ \t]*$",
     re.IGNORECASE,
 )
-_LOWER_BOUND_BEFORE = re.compile(
+_LOWER_BOUND_BEFORE = lazy_compile(
     r"(?:\b(?:more|greater|longer|higher)\s+than|\b(?:over|above|at\s+least)"
     r"|超过|多于|高于|大于|逾|至少)[ \t]*$",
     re.IGNORECASE,
@@ -493,7 +494,7 @@ def _derived(text: str, q: Quantity) -> bool:
 
 
 # what may stand between two items of a plain list of values
-_LIST_GAP = re.compile(
+_LIST_GAP = lazy_compile(
     r"[\s,;/、，；]*(?:(?:and|or|as well as|&|和|及|与|或|以及)[\s,，、]*)?", re.IGNORECASE
 )
 
@@ -671,7 +672,7 @@ def strip_citations(answer: str) -> str:
     )
 
 
-_NON_NAME = re.compile(r"[\d.,%]+|亿元|万元|元|亿|万")
+_NON_NAME = lazy_compile(r"[\d.,%]+|亿元|万元|元|亿|万")
 
 
 def _same_name(a: str, b: str) -> bool:
@@ -727,7 +728,7 @@ def _alternation(words: Iterable[str]) -> str:
 
 #: a bare polar word opening a text, then punctuation ("No, they differ", "After. …",
 #: "是的，…"): the answer's word, not a word of its first sentence ("No information …")
-_POLAR_OPENING = re.compile(
+_POLAR_OPENING = lazy_compile(
     rf"\s*({_alternation(w for w in _POLAR if w.isascii())})(?=\s*[.,;:!—–-])"
     rf"|\s*({_alternation(w for w in _POLAR if not w.isascii())})(?=[，。,.;；:：！!])",
     re.IGNORECASE,
@@ -737,13 +738,13 @@ _POLAR_OPENING = re.compile(
 #: the words that lead a conclusion up to its answer ("Thus, the answer is: …", "综上所述，
 #: 答案是…"), before a yes or no
 _ANSWER_LEADS = (
-    re.compile(
+    lazy_compile(
         r"\s*(?:(?:thus|therefore|hence|so|overall|in\s+(?:conclusion|summary|short))\b"
         r"[\s,:：]*)?(?:(?:the\s+)?(?:short\s+|final\s+|direct\s+)?answer\s*"
         r"(?:is\b|would\s+be\b)?[\s,:：]*)?",
         re.IGNORECASE,
     ),
-    re.compile(r"\s*(?:综上所述|综上|因此|所以|总之)?[，,：:\s]*(?:答案(?:是|为)?[：:\s]*)?"),
+    lazy_compile(r"\s*(?:综上所述|综上|因此|所以|总之)?[，,：:\s]*(?:答案(?:是|为)?[：:\s]*)?"),
 )
 
 
@@ -783,7 +784,7 @@ def _polar_conflict(example: Example, answer: str) -> tuple[str, str] | None:
 
 
 #: the items of a list: lines, and pieces parted by commas, 、, semicolons, colons or "and"
-_LIST_SPLIT = re.compile(r"([\n、，;；：]|[,:](?!\d)|\s+and\s+|\s*(?:以及|和|与)\s*)")
+_LIST_SPLIT = lazy_compile(r"([\n、，;；：]|[,:](?!\d)|\s+and\s+|\s*(?:以及|和|与)\s*)")
 
 
 def _items(text: str) -> list[str]:
@@ -799,14 +800,14 @@ def _items(text: str) -> list[str]:
 
 
 #: a question that asks for several things: "which examples", "what are", "哪些"
-_ASKS_LIST = re.compile(
+_ASKS_LIST = lazy_compile(
     r"\b(?:what|which)\s+(?:are|were)\b|\b(?:what|which)\s+(?:[a-z]+\s+){0,2}?"
     r"(?!(?:is|was|has|does|this|its)\b)[a-z]{3,}s\b|\blist\b|\bname\s+(?:the|all)\b"
     r"|哪些|哪几|有什么|包括什么",
     re.IGNORECASE,
 )
 #: a discourse word that opens a conclusion, no item of a list
-_NO_ITEM = re.compile(r"(?:thus|therefore|hence|so|overall|综上所述|综上|因此|所以|总之)", re.I)
+_NO_ITEM = lazy_compile(r"(?:thus|therefore|hence|so|overall|综上所述|综上|因此|所以|总之)", re.I)
 
 
 def _short_item(piece: str) -> bool:
@@ -1025,7 +1026,7 @@ class GTCoverage:
 
 
 #: a semicolon between two statements of one sentence ("X is …; Y indicates …")
-_SEMICOLON = re.compile(r"\s*[;；]\s*")
+_SEMICOLON = lazy_compile(r"\s*[;；]\s*")
 
 
 def gt_units(ground_truth: str, *, semicolons: bool = False) -> tuple[str, ...]:
@@ -1140,7 +1141,7 @@ def _declined_parts(example: Example, view: AnswerView) -> list[QuestionPart]:
 
 
 #: a decline of every part of a question at once
-_EVERY_PART = re.compile(
+_EVERY_PART = lazy_compile(
     r"\b(?:either|neither|both|any\s+of\s+(?:them|the\s+\w+)|all\s+(?:of\s+)?(?:them|these|those))\b"
     r"|两者|二者|两人|两家|均|都",
     re.IGNORECASE,
@@ -1323,7 +1324,7 @@ def _reviews_then_declines(view: AnswerView, gt: str, query: str) -> bool:
 
 
 #: where a review of the documents ends one statement and starts another
-_CLAUSE_END = re.compile(r"[,;:.!?，；：。！？\n]")
+_CLAUSE_END = lazy_compile(r"[,;:.!?，；：。！？\n]")
 
 
 def _slot_clauses(text: str, query: str) -> str:
@@ -1343,7 +1344,7 @@ def _slot_clauses(text: str, query: str) -> str:
     )
 
 
-_POSSESSIVE = re.compile(r"['’]s\b|的")
+_POSSESSIVE = lazy_compile(r"['’]s\b|的")
 
 
 def _asked_words(query: str) -> frozenset[str]:
@@ -1819,7 +1820,7 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
 #: Evidential ones -- "it appears", "seems", "apparently", "似乎", "好像" -- attribute the
 #: fact to the documents and leave a right answer right (Listing 3 weighs accuracy,
 #: completeness and correctness, not tone)
-_HEDGE = re.compile(
+_HEDGE = lazy_compile(
     r"\b(?:maybe|perhaps|possibly|probably|presumably|(?<!more\s)(?<!less\s)(?<!most\s)likely|might|"
     r"may\s+(?:be|have)|not\s+(?:completely\s+|entirely\s+|totally\s+|quite\s+|fully\s+)?"
     r"(?:sure|certain)|"

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ragtriage._regex import lazy_compile
 from ragtriage.text import FoldedPattern, Sentence, has_cjk, split_sentences
 
 __all__ = [
@@ -38,7 +39,7 @@ __all__ = [
 
 # "[ \t]*[\[【(（]" written to open with one character class (a blank or a bracket,
 # then more blanks and a bracket only after a blank), so the regex engine skips ahead
-_CITATIONS = re.compile(
+_CITATIONS = lazy_compile(
     r"[ \t\[【(（](?:(?<=[\[【(（])|(?<=[ \t])[ \t]*[\[【(（])"
     r"\s*(?:(?:docs?|documents?|sources?|passages?|chunks?|refs?|references?|"
     r"contexts?|文档|文件|资料|来源|段落|参考)\s*[:：#]?\s*)?"
@@ -47,7 +48,7 @@ _CITATIONS = re.compile(
     re.IGNORECASE,
 )
 # "Document 2 says …", "文档3显示…": a label's number is no value of the answer
-_DOC_LABEL = re.compile(
+_DOC_LABEL = lazy_compile(
     r"\b((?:[Dd]oc(?:ument)?|DOC|[Pp]assage|[Ss]ource|[Cc]hunk|[Ee]xcerpt)s?)[ \t]*#?[ \t]*\d{1,3}\b|"
     r"(文档|文件|资料|段落|片段|来源)[ \t]*\d{1,3}(?!\d)"
 )
@@ -55,12 +56,12 @@ _DOC_LABEL = re.compile(
 
 # the same, with a lookahead for the labels' first characters (the engine then skips
 # most positions without trying each alternative; tests/test_fast_paths.py)
-_DOC_LABEL_FAST = re.compile(r"(?=[DdPpSsCcEe文资段片来])(?:" + _DOC_LABEL.pattern + ")")
+_DOC_LABEL_FAST = lazy_compile(r"(?=[DdPpSsCcEe文资段片来])(?:" + _DOC_LABEL.pattern + ")")
 
 
 _LABEL_WORDS = ("doc", "passage", "source", "chunk", "excerpt")
 _ZH_LABEL_WORDS = ("文档", "文件", "资料", "段落", "片段", "来源")
-_DIGIT = re.compile(r"\d")
+_DIGIT = lazy_compile(r"\d")
 
 
 def _may_hold_label(line: str) -> bool:
@@ -78,13 +79,13 @@ def _label_only(m: re.Match[str]) -> str:
     return m.group(1) or m.group(2) or ""
 
 
-_MD_LINE = re.compile(
+_MD_LINE = lazy_compile(
     r"^[ \t]*(?:#{1,6}[ \t]+|>[ \t]*|(?:[-*+•·]|\d{1,2}[.)、]|[（(]\d{1,2}[)）])[ \t]+)"
 )
 # (?=[*_`]): every alternative starts so; tried first, it spares the others' lookbehinds
-_MD_EMPH = re.compile(r"(?=[*_`])(?:\*\*|__|(?<!\w)\*(?!\s)|(?<!\s)\*(?!\w)|`+)")
-_TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t:|-]{3,}\|?[ \t]*$")
-_SPACES = re.compile(r"[ \t]+")
+_MD_EMPH = lazy_compile(r"(?=[*_`])(?:\*\*|__|(?<!\w)\*(?!\s)|(?<!\s)\*(?!\w)|`+)")
+_TABLE_RULE = lazy_compile(r"^[ \t]*\|?[ \t:|-]{3,}\|?[ \t]*$")
+_SPACES = lazy_compile(r"[ \t]+")
 
 
 @lru_cache(maxsize=2048)
@@ -120,7 +121,7 @@ def clean_answer(answer: str) -> str:
 
 # -- declining --------------------------------------------------------------------------
 
-_EN_DECLINE = re.compile(
+_EN_DECLINE = lazy_compile(
     r"\b(?:"
     r"i\s+(?:do\s*n[o']?t|don't|cannot|can't)\s+(?:know|say|tell|find|answer|determine)"
     r"|i\s*(?:'m|am)\s+(?:not\s+sure|unable|sorry)"
@@ -153,7 +154,7 @@ _EN_DECLINE = re.compile(
     r")\b",
     re.IGNORECASE,
 )
-_ZH_DECLINE = re.compile(
+_ZH_DECLINE = lazy_compile(
     r"(?:无法|不能|难以)(?:[^，。；！？,.;]{0,12}?)(?:回答|确定|得知|判断|知道|提供|找到|获取|获得|得出|"
     r"给出|确认|比较|断定|获知|知晓|作答)|无法从|无从|不知道|不清楚|不确定|"
     r"(?:没有|未|并未|并没有|未能|均未|都未|均没有|都没有)(?:直接|明确|具体)?"
@@ -163,7 +164,7 @@ _ZH_DECLINE = re.compile(
     r"信息(?:不足|不够|有限)|找不到|未知|不得而知|不详"
 )
 # a guess after declining: the answer commits to a candidate it says it cannot support
-_GUESS = re.compile(
+_GUESS = lazy_compile(
     r"\b(?:likely|probably|presumably|possibly|may\s+have\s+been|might\s+(?:have\s+)?be(?:en)?|"
     r"it\s+is\s+(?:reasonable|plausible)\s+to\s+(?:assume|infer)|my\s+best\s+guess|"
     r"based\s+on\s+(?:general|my|common)\s+knowledge|roughly|an\s+estimated?|estimated\s+at|"
@@ -172,7 +173,7 @@ _GUESS = re.compile(
     re.IGNORECASE,
 )
 # conclusion markers at the start of a sentence or line (EN, ZH)
-_CONCLUSION = re.compile(
+_CONCLUSION = lazy_compile(
     r"(?:^|(?<=[\n.!?。！？：:]))\s*(?:"
     r"(?:thus|therefore|hence|so|consequently|accordingly|overall|in\s+(?:conclusion|summary|short|sum)|"
     r"to\s+(?:summarize|summarise|sum\s+up|conclude|answer\s+(?:the|your)\s+question)|"
@@ -183,15 +184,15 @@ _CONCLUSION = re.compile(
     re.IGNORECASE,
 )
 # clause boundaries inside a sentence: a decline often covers one clause only
-_CLAUSES = re.compile(
+_CLAUSES = lazy_compile(
     r"[;；，,]|\s+(?:but|while|whereas|however|although)\s+|而|但是|然而|不过", re.IGNORECASE
 )
-_PARAGRAPH = re.compile(r"\n[ \t]*\n")
-_MD_LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+•·]|\d{1,2}[.)、]|[（(]\d{1,2}[)）])[ \t]+")
+_PARAGRAPH = lazy_compile(r"\n[ \t]*\n")
+_MD_LIST_ITEM = lazy_compile(r"^[ \t]*(?:[-*+•·]|\d{1,2}[.)、]|[（(]\d{1,2}[)）])[ \t]+")
 #: a last paragraph this long is part of the reasoning, not its conclusion
 _MAX_FINAL_SENTENCES = 3
 #: a last paragraph that opens so adds to the answer; it does not conclude it
-_ADDENDUM = re.compile(
+_ADDENDUM = lazy_compile(
     r"\s*(?:additionally|in\s+addition|also|moreover|furthermore|besides|note\s+that|"
     r"(?:it\s+is\s+)?worth\s+noting|as\s+a\s+side\s+note|by\s+the\s+way)\b"
     r"|\s*(?:此外|另外|另需|同时|而且|并且|值得(?:注意|一提)的是|补充(?:说明|一下)?|顺便)",
@@ -214,10 +215,10 @@ def declining_sentence(sentence: str) -> bool:
 # lets the regex engine skip most positions without trying every alternative (each
 # alternative starts with one of these; tests/test_fast_paths.py compares both forms).
 _EN_DECLINE_FAST = FoldedPattern(
-    re.compile(r"\b(?=[inlwahdcutr])" + _EN_DECLINE.pattern[2:], _EN_DECLINE.flags)
+    lazy_compile(r"\b(?=[inlwahdcutr])" + _EN_DECLINE.pattern[2:], _EN_DECLINE.flags)
 )
-_ZH_DECLINE_FAST = re.compile(r"(?=[无不难找没未并均都缺信])(?:" + _ZH_DECLINE.pattern + ")")
-_WORD = re.compile(r"\w")
+_ZH_DECLINE_FAST = lazy_compile(r"(?=[无不难找没未并均都缺信])(?:" + _ZH_DECLINE.pattern + ")")
+_WORD = lazy_compile(r"\w")
 
 
 def _declining(text: str, sentences: list[Sentence]) -> tuple[str, ...]:
@@ -304,8 +305,8 @@ class AnswerView:
 # _CONCLUSION without its anchor, and the places it may match: after a sentence mark,
 # blanks and the first character of a marker (the scan for these skips ahead; the
 # regex engine would try the anchor at every position)
-_CONCLUSION_TAIL = re.compile(_CONCLUSION.pattern[len(r"(?:^|(?<=[\n.!?。！？：:]))") :], re.I)
-_CONCLUSION_AT = re.compile(r"[\n.!?。！？：:](?=\s*[thscaoifd综因所总结答最])", re.I)
+_CONCLUSION_TAIL = lazy_compile(_CONCLUSION.pattern[len(r"(?:^|(?<=[\n.!?。！？：:]))") :], re.I)
+_CONCLUSION_AT = lazy_compile(r"[\n.!?。！？：:](?=\s*[thscaoifd综因所总结答最])", re.I)
 
 
 def _last_conclusion(text: str) -> re.Match[str] | None:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Literal, cast
 
+from ragtriage._regex import compile_all
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis._calls import LLMCalls, RequestOptions
 from ragtriage.diagnosis.advice import advice_for
@@ -221,6 +222,9 @@ class Diagnoser:
             _clear_text_caches()
             # what every diagnosis imports on first use, imported once here, not per worker
             import ragtriage.critic._system  # noqa: F401
+
+            # and the rules' regular expressions (compiled on first use), compiled once here
+            compile_all()
 
             # the workers inherit every object of this process (the traces above all):
             # frozen, their collections neither walk those nor copy their pages (see

@@ -24,6 +24,7 @@ from typing import NamedTuple
 
 from rapidfuzz import fuzz
 
+from ragtriage._regex import lazy_compile
 from ragtriage.text import STOPWORDS_EN, is_cjk
 from ragtriage.text import normalize as _text_normalize
 
@@ -53,7 +54,7 @@ __all__ = [
 _FOLD = {chr(c): chr(c - 0xFEE0) for c in range(0xFF01, 0xFF5F) if c != 0xFF0C} | {"\u3000": " "}
 
 
-_RE_FULL_WIDTH = re.compile("[\uff01-\uff5e\u3000]")
+_RE_FULL_WIDTH = lazy_compile("[\uff01-\uff5e\u3000]")
 
 
 @lru_cache(maxsize=4096)
@@ -368,31 +369,31 @@ def _alt(words: Iterable[str]) -> str:
     return "|".join(out)
 
 
-_RE_SUFFIX = re.compile(
+_RE_SUFFIX = lazy_compile(
     rf"[ \t]?(?P<scale>{_alt(_SCALES)})?[ \t]?(?:(?P<unit>{_alt(_UNITS)}))?",
     re.IGNORECASE,
 )
 #: the first characters of the scales and units, matched as _RE_SUFFIX matches them: a
 #: number followed by none of them has no suffix (and the empty match changes nothing)
-_RE_SUFFIX_START = re.compile(
+_RE_SUFFIX_START = lazy_compile(
     "[" + "".join(sorted({re.escape(w[0]) for w in [*_SCALES, *_UNITS]})) + "]", re.IGNORECASE
 )
 #: last characters of the currency prefixes ($, £, RMB, USD, CNY, EUR, GBP, ...)
 _PREFIX_LAST_CHARS = frozenset("$£€¥￥BDYRPbdyrp")
-_RE_PREFIX = re.compile(
+_RE_PREFIX = lazy_compile(
     r"(?:US\$|HK\$|A\$|C\$|\$|£|€|¥|￥|RMB|CNY|USD|EUR|GBP|HKD|JPY)[ \t]?$", re.IGNORECASE
 )
 # Arabic numbers: 1,234,567.89 / 1234.5 / .5 is not supported on purpose. Written
 # "\d(?:\d{0,2}(?:,\d{3})+|\d*)", the same as "(?:\d{1,3}(?:,\d{3})+|\d+)" tried in the
 # same order, so that the pattern opens with a digit and the engine skips to digits
-_RE_DIGITS = re.compile(
+_RE_DIGITS = lazy_compile(
     r"\d(?:\d{0,2}(?:,\d{3})+|\d*)(?:\.\d+)?(?!\d)(?!\.\d)"
     r"(?!(?:st|nd|rd|th)\b)"
 )
-_RE_ZH_NUM = re.compile(
+_RE_ZH_NUM = lazy_compile(
     rf"(?:[{_ZH_DIGIT_CHARS}]|十)[{_ZH_NUM_CHARS}]*(?:点[{_ZH_DIGIT_CHARS}]+[十百千万亿]*)?"
 )
-_RE_ZH_PERCENT = re.compile(
+_RE_ZH_PERCENT = lazy_compile(
     rf"百分之(?P<n>[{_ZH_NUM_CHARS}]+(?:点[{_ZH_DIGIT_CHARS}]+)?|\d+(?:\.\d+)?)"
 )
 
@@ -471,7 +472,7 @@ class _Core(NamedTuple):  # a tuple: a long answer has hundreds, built in no tim
     allow_scale: bool  # digits take a following scale word; Chinese numerals carry their own
 
 
-_RE_LATIN_RUN = re.compile(r"[A-Za-z]+")
+_RE_LATIN_RUN = lazy_compile(r"[A-Za-z]+")
 _EN_NUMBER_WORDS = frozenset([*_EN_SMALL, *_EN_SCALE])
 _EN_SCALE_WORDS = frozenset(_EN_SCALE)
 _TOKENS_OF_INTEREST = frozenset(
@@ -560,7 +561,7 @@ def _en_number_words(t: str) -> list[_Core]:
     return cores
 
 
-_RE_NAME_BEFORE = re.compile(r"\b[A-Z][a-z]+[ \t]+(?:of[ \t]+(?:the[ \t]+)?)?\Z")
+_RE_NAME_BEFORE = lazy_compile(r"\b[A-Z][a-z]+[ \t]+(?:of[ \t]+(?:the[ \t]+)?)?\Z")
 
 
 _NOT_BEFORE_NUMBER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_.,")
@@ -570,7 +571,7 @@ def _prev_is_letter(t: str, i: int) -> bool:
     return i > 0 and t[i - 1].isascii() and t[i - 1].isalpha()
 
 
-_RE_CAPS = re.compile(r"[A-Z]+")
+_RE_CAPS = lazy_compile(r"[A-Z]+")
 #: capital-letter units and markers written right after a number
 _CAPS_UNITS = frozenset(
     "KB MB GB TB PB KW MW GW TW KWH MWH GWH TWH HZ KHZ MHZ GHZ MM CM KM KG MG ML PM AM BC AD "
@@ -736,8 +737,8 @@ def _quantities(text: str) -> tuple[Quantity, ...]:
     return tuple(out)
 
 
-_RE_RESTATED = re.compile(r"[ \t]?\(([0-9][0-9,]*(?:\.[0-9]+)?)\)")
-_RE_AND_A_HALF = re.compile(r"[ \t]+and[ \t]+(?:a|one)[ \t]+half(?:[ \t]+(?P<unit>[A-Za-z]+))?\b")
+_RE_RESTATED = lazy_compile(r"[ \t]?\(([0-9][0-9,]*(?:\.[0-9]+)?)\)")
+_RE_AND_A_HALF = lazy_compile(r"[ \t]+and[ \t]+(?:a|one)[ \t]+half(?:[ \t]+(?P<unit>[A-Za-z]+))?\b")
 _ZH_HALF_UNITS = {"半月": "month", "半小时": "hour", "半钟头": "hour"}
 
 
@@ -773,7 +774,7 @@ def _half_after(t: str, value: float, unit: str, end: int) -> tuple[float, str, 
     return None
 
 
-_RE_FIRST_NUMBER = re.compile(r"\d[\d,]*(?:\.(\d+))?")
+_RE_FIRST_NUMBER = lazy_compile(r"\d[\d,]*(?:\.(\d+))?")
 
 
 def _granularity(q: Quantity) -> float:
@@ -937,37 +938,37 @@ _QUARTER_WORDS = {
 }
 _ZH_SMALL_NUM = "[一二三四五六七八九十]{1,3}"
 
-_RE_AFTER_MONTH_DAY = re.compile(rf"[ \t]+(\d{{1,2}}){_ORD}\b(?:,?[ \t]+{_POS_YEAR}\b)?")
-_RE_AFTER_MONTH_YEAR = re.compile(rf",?[ \t]+(?:of[ \t]+)?{_POS_YEAR}\b")
-_RE_AFTER_MONTH_OPT_YEAR = re.compile(rf"(?:,?[ \t]+{_POS_YEAR}\b)?")
-_RE_BEFORE_MONTH_DAY = re.compile(rf"(?<![\d.])(\d{{1,2}}){_ORD}[ \t]+(?:of[ \t]+)?$")
-_RE_BEFORE_MONTH_PREP = re.compile(
+_RE_AFTER_MONTH_DAY = lazy_compile(rf"[ \t]+(\d{{1,2}}){_ORD}\b(?:,?[ \t]+{_POS_YEAR}\b)?")
+_RE_AFTER_MONTH_YEAR = lazy_compile(rf",?[ \t]+(?:of[ \t]+)?{_POS_YEAR}\b")
+_RE_AFTER_MONTH_OPT_YEAR = lazy_compile(rf"(?:,?[ \t]+{_POS_YEAR}\b)?")
+_RE_BEFORE_MONTH_DAY = lazy_compile(rf"(?<![\d.])(\d{{1,2}}){_ORD}[ \t]+(?:of[ \t]+)?$")
+_RE_BEFORE_MONTH_PREP = lazy_compile(
     r"\b(?:in|of|early|late|mid|since|until|by|during|from|to|before|after|through|"
     r"throughout|between|and)[ \t]+(?:-[ \t]*)?$"
 )
-_RE_QUARTER = re.compile(
+_RE_QUARTER = lazy_compile(
     r"\b(?:Q([1-4])|([1-4])Q|(first|second|third|fourth|1st|2nd|3rd|4th)[ \t]+quarter)"
     rf"(?:[ \t]*(?:of[ \t]+)?(?:FY[ \t]?)?{_POS_YEAR})?\b",
     re.IGNORECASE,
 )
-_RE_FY = re.compile(r"\bFY[ \t]?(\d{4})\b")
+_RE_FY = lazy_compile(r"\bFY[ \t]?(\d{4})\b")
 #: a year with its era: "326 BC", "44 B.C.", "79 AD", "AD 79", "500 BCE", "300 CE"
-_RE_ERA = re.compile(
+_RE_ERA = lazy_compile(
     r"(?<![\d.,])(\d{1,4})[ \t]*(B\.C\.(?:E\.)?|BCE?|A\.D\.|AD|C\.E\.|CE)(?![A-Za-z])"
     r"|\b(?:A\.D\.|AD)[ \t]*(\d{1,4})(?![\d.,]\d)"
 )
-_RE_ZH_ERA = re.compile(r"公元(前)?[ \t]*(\d{1,4})[ \t]*年")
-_RE_BARE_YEAR = re.compile(r"(1[5-9]\d{2}|20\d{2})(?:s\b)?(?![\d%]|[.,]\d)")
+_RE_ZH_ERA = lazy_compile(r"公元(前)?[ \t]*(\d{1,4})[ \t]*年")
+_RE_BARE_YEAR = lazy_compile(r"(1[5-9]\d{2}|20\d{2})(?:s\b)?(?![\d%]|[.,]\d)")
 _NOT_BEFORE_YEAR = frozenset("0123456789$£€¥.,:/-")
 #: a four-digit number outside the bare-year range that a time preposition makes a year
 #: ("born in 3912", "until 1066"): an answer's impossible year must still be a date
-_RE_PREP_YEAR = re.compile(
+_RE_PREP_YEAR = lazy_compile(
     r"\b(?:in|since|until|till|by|from|during|year|circa|before|after)[ \t]+(\d{4})\b(?![\d%]|[.,]\d)",
     re.IGNORECASE,
 )
 #: what after a four-digit number makes it an amount, not a year ("2000 ml", "1800吨",
 #: "1999 years"): scale and unit words ("年" aside: "2019年" is a Chinese date)
-_RE_AFTER_YEAR_NOT_DATE = re.compile(
+_RE_AFTER_YEAR_NOT_DATE = lazy_compile(
     # a measurement unit of a lab or vital-sign value ("2000U/L", "1500 mg/dL") too
     r"[ \t]*(?:million|billion|thousand|万|亿|units|items|cases|"
     r"(?:[IiMm]?U|[mμun]?mol|[mμnp]?g|ml|mL)/(?:[mdμ]?L|kg|h)\b|mmHg|bpm|次/分|"
@@ -975,16 +976,16 @@ _RE_AFTER_YEAR_NOT_DATE = re.compile(
     + ")",
     re.IGNORECASE,
 )
-_RE_ZH_DATE = re.compile(
+_RE_ZH_DATE = lazy_compile(
     rf"(\d{{4}}|[〇零一二三四五六七八九]{{4}})[ \t]*年"
     rf"(?:[ \t]*(\d{{1,2}}|{_ZH_SMALL_NUM})[ \t]*月份?"
     rf"(?:[ \t]*(\d{{1,2}}|{_ZH_SMALL_NUM})[ \t]*[日号])?)?(?:底|初|末)?"
 )
-_RE_ZH_YEAR_RANGE = re.compile(
+_RE_ZH_YEAR_RANGE = lazy_compile(
     r"(?<![\d.])(\d{3,4})年[ \t]*(?:至|到|—|–|-|~)[ \t]*(?:公元)?(\d{3,4})年"
 )
-_RE_ZH_QUARTER = re.compile(r"(?:(\d{4})[ \t]*年?[ \t]*)?第?([一二三四1-4])季度")
-_RE_ZH_MD = re.compile(
+_RE_ZH_QUARTER = lazy_compile(r"(?:(\d{4})[ \t]*年?[ \t]*)?第?([一二三四1-4])季度")
+_RE_ZH_MD = lazy_compile(
     rf"(?<![\d个〇零一二三四五六七八九十])(\d{{1,2}}|{_ZH_SMALL_NUM})[ \t]*月份?"
     rf"(?:[ \t]*(\d{{1,2}}|{_ZH_SMALL_NUM})[ \t]*[日号])?"
 )
@@ -1025,18 +1026,18 @@ def extract_dates(text: str) -> list[DateMention]:
 
 
 #: what every numeric date contains; a cheap test before the full pattern
-_RE_HAS_NUM_DATE = re.compile(r"\d[-/.]\d{1,2}[-/.]\d")
+_RE_HAS_NUM_DATE = lazy_compile(r"\d[-/.]\d{1,2}[-/.]\d")
 #: a run of four digits or more (scanned left to right, each match is a whole run; the
 #: runs of exactly four are kept: a lookbehind pattern scans three times slower)
-_RE_DIGIT_RUN4 = re.compile(r"\d\d\d\d+")
-_RE_NUMERIC_DATE = re.compile(r"(?<![\d.])(\d{1,4})([-/.])(\d{1,2})\2(\d{1,4})(?!\d)")
+_RE_DIGIT_RUN4 = lazy_compile(r"\d\d\d\d+")
+_RE_NUMERIC_DATE = lazy_compile(r"(?<![\d.])(\d{1,4})([-/.])(\d{1,2})\2(\d{1,4})(?!\d)")
 
 
 def _has_digit(t: str) -> bool:
     return _RE_ASCII_DIGIT.search(t) is not None
 
 
-_RE_ASCII_DIGIT = re.compile("[0-9]")
+_RE_ASCII_DIGIT = lazy_compile("[0-9]")
 
 
 def _prep_years(t: str) -> Iterator[tuple[int, int]]:
@@ -1060,10 +1061,10 @@ def _prep_years(t: str) -> Iterator[tuple[int, int]]:
 
 # the parts of _RE_PREP_YEAR: the preposition ending where the blanks start (\Z: at the
 # search's end, not before a newline there), and what follows the year
-_RE_PREP_WORD_END = re.compile(
+_RE_PREP_WORD_END = lazy_compile(
     r"\b(?:in|since|until|till|by|from|during|year|circa|before|after)\Z", re.IGNORECASE
 )
-_RE_PREP_YEAR_TAIL = re.compile(r"\b(?![\d%]|[.,]\d)")
+_RE_PREP_YEAR_TAIL = lazy_compile(r"\b(?![\d%]|[.,]\d)")
 
 
 def _may_name_quarter(t: str) -> bool:
@@ -1257,7 +1258,7 @@ _LATIN_ANY = "A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f"
 _EN_TOKEN = rf"(?:[{_LATIN_UP}][{_LATIN_ANY}0-9'’&\-]*\.?|[A-Z]\.)"
 # a number continues a name ("Route 9", "NitroGuard 40") unless it is an amount
 _EN_NUM_TOKEN = r"\d{1,4}\b(?![.,]\d)(?![ \t]*(?:%|percent|million|billion|thousand|bn|mn|m\b))"
-_RE_EN_CAP = re.compile(
+_RE_EN_CAP = lazy_compile(
     rf"{_EN_TOKEN}(?:(?:[ \t]+(?:of|de|la|van|von|der|du|for|&)[ \t]+|[ \t]+)"
     rf"(?:{_EN_TOKEN}|{_EN_NUM_TOKEN}))*"
 )
@@ -1304,10 +1305,10 @@ _ZH_ORG_SUFFIXES = (
 _ZH_ORG_SUFFIXES_LONGEST = tuple(sorted(_ZH_ORG_SUFFIXES, key=len, reverse=True))
 #: any organisation suffix, the longest tried first
 _ZH_ORG_SUFFIX_ALT = "(?:" + "|".join(map(re.escape, _ZH_ORG_SUFFIXES_LONGEST)) + ")"
-_RE_ZH_ORG = re.compile(r"[\u4e00-\u9fffA-Za-z0-9]{1,20}?" + _ZH_ORG_SUFFIX_ALT)
-_RE_ZH_ORG_SUFFIX_ANY = re.compile(_ZH_ORG_SUFFIX_ALT)
+_RE_ZH_ORG = lazy_compile(r"[\u4e00-\u9fffA-Za-z0-9]{1,20}?" + _ZH_ORG_SUFFIX_ALT)
+_RE_ZH_ORG_SUFFIX_ANY = lazy_compile(_ZH_ORG_SUFFIX_ALT)
 #: the longest organisation suffix ending a text (the leftmost match is the longest)
-_RE_ZH_ORG_SUFFIX_END = re.compile(_ZH_ORG_SUFFIX_ALT + r"\Z")
+_RE_ZH_ORG_SUFFIX_END = lazy_compile(_ZH_ORG_SUFFIX_ALT + r"\Z")
 
 
 def _zh_org_matches(t: str) -> Iterator[re.Match[str]]:
@@ -1376,7 +1377,7 @@ _ZH_GENERIC_ORG_HEADS = frozenset(
     "一家 两家 多家 各家 各 此 这家 那家 这 那 新 老 家".split()
 )
 #: a count of organisations before their descriptor ("三家", "3家", "两家")
-_RE_ZH_COUNTED = re.compile(r"[\d一二三四五六七八九十百两几多]+家")
+_RE_ZH_COUNTED = lazy_compile(r"[\d一二三四五六七八九十百两几多]+家")
 _ZH_BOUNDARY_CHARS = frozenset(
     "的和与及或在对向由被把从于是为将据了给同跟让使经其该这那年月日、，。；：！？,.;:!? "
 )
@@ -1431,10 +1432,10 @@ _ZH_ROLES = (
 )
 #: any word of :data:`_ZH_BOUNDARY_WORDS` / :data:`_ZH_ROLES` (a quick test before the
 #: per-word searches)
-_RE_ZH_BOUNDARY_WORD = re.compile("|".join(map(re.escape, _ZH_BOUNDARY_WORDS)))
-_RE_ZH_ROLE = re.compile("|".join(map(re.escape, _ZH_ROLES)))
+_RE_ZH_BOUNDARY_WORD = lazy_compile("|".join(map(re.escape, _ZH_BOUNDARY_WORDS)))
+_RE_ZH_ROLE = lazy_compile("|".join(map(re.escape, _ZH_ROLES)))
 #: a role word, then the name ("财务总监赵明", "董事长：陈国栋", "财务总监为王丽")
-_RE_ZH_ROLE_NAME = re.compile(
+_RE_ZH_ROLE_NAME = lazy_compile(
     "(?:"
     + "|".join(sorted(_ZH_ROLES, key=len, reverse=True))
     + r")(?:[：:\s]|为|是|由)?([\u4e00-\u9fff]{2,3})"
@@ -1448,24 +1449,24 @@ _SOURCE_LABELS = frozenset(
     "doc docs document documents passage passages source sources chunk chunks excerpt "
     "excerpts context contexts reference references 文档 文件 资料 段落 片段 来源".split()
 )
-_RE_SOURCE_LABEL = re.compile(
+_RE_SOURCE_LABEL = lazy_compile(
     "(?:" + "|".join(sorted(_SOURCE_LABELS, key=len, reverse=True)) + r") ?\d{1,3}"
 )
-_RE_ZH_MOU = re.compile(r"([\u4e00-\u9fff])某{1,2}")
+_RE_ZH_MOU = lazy_compile(r"([\u4e00-\u9fff])某{1,2}")
 #: a place after a locative word: "在杭州市", "位于广东省", "迁至苏州市" (two to four
 #: characters before the administrative suffix)
-_RE_ZH_PLACE = re.compile(
+_RE_ZH_PLACE = lazy_compile(
     r"(?:在|于|位于|至|到|从|迁往|落户)([\u4e00-\u9fff]{2,4}?(?:省|市|县|区|州))(?![\u4e00-\u9fff]{0,1}[长委局])"
 )
 _ZH_GENERIC_PLACES = frozenset(
     "本市 该市 全市 本省 该省 全省 本区 该区 本县 该县 城市 地区 市区 郊区".split()
 )
-_RE_QUOTED = re.compile(r"[“\"「『《]([^“”\"「」『』《》\n]{2,40})[”\"」』》]")
+_RE_QUOTED = lazy_compile(r"[“\"「『《]([^“”\"「」『』《》\n]{2,40})[”\"」』》]")
 
 
-_RE_EN_SENTENCE_GAP = re.compile(r"[.!?:;\n][\"'”’)\]]*\s+")
-_RE_NON_BLANK = re.compile(r"\S+")
-_RE_INITIAL = re.compile(r"[A-Z]\.")
+_RE_EN_SENTENCE_GAP = lazy_compile(r"[.!?:;\n][\"'”’)\]]*\s+")
+_RE_NON_BLANK = lazy_compile(r"\S+")
+_RE_INITIAL = lazy_compile(r"[A-Z]\.")
 
 
 def _en_sentence_starts(text: str) -> set[int]:
@@ -1800,13 +1801,13 @@ _ZH_FUNCTION_WORDS = (
     "谁",
     "何",
 )
-_RE_ZH_SPLIT = re.compile(
+_RE_ZH_SPLIT = lazy_compile(
     "|".join(re.escape(w) for w in sorted(_ZH_FUNCTION_WORDS, key=len, reverse=True))
     + "|被(?![告害上申])|有(?![限效利关益期])|时(?!间|期|代)|因(?!素|此)|以(?!上|下|来|后|前)"
 )
-_RE_ZH_SOFT_SPLIT = re.compile(r"按照|按|向|由|将|为|对|后|前|底|初|末|被|给|让|使|所")
-_RE_LATIN_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
-_RE_CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
+_RE_ZH_SOFT_SPLIT = lazy_compile(r"按照|按|向|由|将|为|对|后|前|底|初|末|被|给|让|使|所")
+_RE_LATIN_WORD = lazy_compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
+_RE_CJK_RUN = lazy_compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 
 
 def _en_phrases(text: str, base: int) -> list[tuple[int, str]]:
@@ -1961,7 +1962,7 @@ def extract_concepts(query: str) -> list[str]:
 
 # --------------------------------------------------------------------------- matching
 
-_RE_SPACE_BETWEEN_CJK = re.compile(r"(?<=[\u3400-\u9fff]) (?=[\u3400-\u9fff])")
+_RE_SPACE_BETWEEN_CJK = lazy_compile(r"(?<=[\u3400-\u9fff]) (?=[\u3400-\u9fff])")
 
 
 def _compact(normalised: str) -> str:
@@ -1971,7 +1972,7 @@ def _compact(normalised: str) -> str:
     return _RE_SPACE_BETWEEN_CJK.sub("", normalised)
 
 
-_RE_CJK_IDEOGRAPH = re.compile(r"[\u3400-\u9fff]")
+_RE_CJK_IDEOGRAPH = lazy_compile(r"[\u3400-\u9fff]")
 
 
 @lru_cache(maxsize=65536)
@@ -1993,8 +1994,8 @@ def stem(word: str) -> str:
     return word
 
 
-_RE_TERM_PIECE = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+|[^\W_\u3400-\u9fff\uf900-\ufaff]+")
-_RE_TERM_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_RE_TERM_PIECE = lazy_compile(r"[\u3400-\u9fff\uf900-\ufaff]+|[^\W_\u3400-\u9fff\uf900-\ufaff]+")
+_RE_TERM_CJK = lazy_compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
 
 def _terms(normalised: str) -> list[str]:
@@ -2165,7 +2166,7 @@ def _short_forms(concept: str) -> tuple[re.Pattern[str], ...]:
 
 # --------------------------------------------------------------------------- support
 
-_RE_LATIN_ALPHA = re.compile(r"[A-Za-z]+")
+_RE_LATIN_ALPHA = lazy_compile(r"[A-Za-z]+")
 _STOP_ZH_CHARS = frozenset(
     "的了和是在有与及或也就都而其之这那哪个些什么吗呢吧啊于被把对从到为以将并等中上下由该此如何请"
 )

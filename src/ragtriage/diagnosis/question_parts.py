@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
+from ragtriage._regex import lazy_compile
 from ragtriage.diagnosis.facts import extract_concepts, extract_entities, stem
 from ragtriage.text import has_cjk, normalize
 
@@ -59,34 +60,34 @@ _EN_JOINERS = r"and|or|vs\.?|versus|&|as\s+well\s+as|compared\s+(?:to|with)"
 _EN_COORD = _en_coord(_EN_JOINERS)
 #: in a comparison ("Compare the profit of A with that of B") "with", "to" and
 #: "against" join the things compared
-_EN_COMPARE = re.compile(r"\bcompar(?:e|ed|ing|ison)\b", re.IGNORECASE)
+_EN_COMPARE = lazy_compile(r"\bcompar(?:e|ed|ing|ison)\b", re.IGNORECASE)
 _EN_COORD_COMPARE = _en_coord(_EN_JOINERS + r"|with|to|against")
 #: a parenthesis after a name ("Stellar (2017) and …") does not break the run
-_PAREN = re.compile(r"^\s*[(（][^()（）]{0,24}[)）]")
-_ZH_COORD = re.compile(r"^\s*(?:和|与|及|以及|、|跟|同|或|或者|还是)\s*$")
-_EN_WH = re.compile(
+_PAREN = lazy_compile(r"^\s*[(（][^()（）]{0,24}[)）]")
+_ZH_COORD = lazy_compile(r"^\s*(?:和|与|及|以及|、|跟|同|或|或者|还是)\s*$")
+_EN_WH = lazy_compile(
     r"\b(?:what|when|where|who|whom|whose|which|why|how(?:\s+(?:many|much|long|often))?)\b",
     re.IGNORECASE,
 )
 #: a yes/no question opens with its auxiliary ("Is there a height limit …")
-_EN_POLAR = re.compile(
+_EN_POLAR = lazy_compile(
     r"(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should)\s+"
     r"(?:there|it|they|he|she|the|a|an|any|this|that)\b",
     re.IGNORECASE,
 )
-_EN_CLAUSE_JOIN = re.compile(
+_EN_CLAUSE_JOIN = lazy_compile(
     r",?\s+and\s+(?:(?:in|on|at|for|by|from|to|of|with|since|until)\s+)?"
     r"(?=(?:what|when|where|who|whom|whose|which|why|how)\b)",
     re.IGNORECASE,
 )
-_ZH_WH = re.compile(r"什么|何时|哪|谁|多少|几|为何|为什么|如何|怎样|是否")
-_ZH_CLAUSE_JOIN = re.compile(r"[，,；;]\s*(?:以及|并且|并|还有|同时|另外)?")
-_LEGAL_SUFFIX = re.compile(
+_ZH_WH = lazy_compile(r"什么|何时|哪|谁|多少|几|为何|为什么|如何|怎样|是否")
+_ZH_CLAUSE_JOIN = lazy_compile(r"[，,；;]\s*(?:以及|并且|并|还有|同时|另外)?")
+_LEGAL_SUFFIX = lazy_compile(
     r"[\s,]+(?:ltd\.?|limited|co\.?|company|inc\.?|incorporated|corp\.?|corporation|group|"
     r"holdings?|llc|plc|gmbh|s\.?a\.?|ag|n\.?v\.?|l\.?p\.?)$",
     re.IGNORECASE,
 )
-_ZH_SUFFIX = re.compile(r"(?:股份有限公司|有限责任公司|有限公司|集团|公司|股份)$")
+_ZH_SUFFIX = lazy_compile(r"(?:股份有限公司|有限责任公司|有限公司|集团|公司|股份)$")
 _MIN_CORE = 3
 
 

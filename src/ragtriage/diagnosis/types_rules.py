@@ -33,6 +33,7 @@ from statistics import median
 from types import MappingProxyType
 from typing import TypeVar
 
+from ragtriage._regex import lazy_compile
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis._context import CaseContext, TypeEvidence
 from ragtriage.diagnosis.alignment import (
@@ -106,39 +107,39 @@ RESIDUAL = 0.5
 
 # =========================================================================== helpers
 
-_RE_TEMPORAL_Q = re.compile(
+_RE_TEMPORAL_Q = lazy_compile(
     r"\b(?:when|what\s+year|which\s+year|what\s+month|which\s+month|what\s+date|which\s+date|"
     r"what\s+time|how\s+long\s+ago|earlier|earliest|later|latest|first|sooner|before|after|"
     r"sequence|order|chronolog\w*|timeline|date|dates)\b|何时|什么时候|哪一年|哪年|哪个月|几月|"
     r"哪天|哪一天|日期|时间|先后|更早|更晚|最早|最晚|之前|之后|顺序|首先|最先",
     re.IGNORECASE,
 )
-_RE_COMPARE_TIME_Q = re.compile(
+_RE_COMPARE_TIME_Q = lazy_compile(
     r"\b(?:earlier|earliest|later|latest|first|sooner|before|after)\b|先|更早|更晚|最早|最晚|早于|晚于",
     re.IGNORECASE,
 )
-_RE_NUMBER_Q = re.compile(
+_RE_NUMBER_Q = lazy_compile(
     r"\b(?:how\s+many|how\s+much|what\s+(?:was|is|were|are)\s+the\s+(?:total|amount|number|"
     r"percentage|value|size|cost|price)|percentage|proportion|amount)\b|多少|几个|几名|几家|几次|金额|比例|百分比|数额|数量|总额",
     re.IGNORECASE,
 )
-_RE_PERSON_Q = re.compile(r"\b(?:who|whom)\b|谁|哪位|什么人", re.IGNORECASE)
+_RE_PERSON_Q = lazy_compile(r"\b(?:who|whom)\b|谁|哪位|什么人", re.IGNORECASE)
 #: questions whose answer is a name: a person, a place, or one item of a kind
-_RE_NAME_Q = re.compile(
+_RE_NAME_Q = lazy_compile(
     r"\b(?:who|whom|whose|where|which\s+(?!year|month|date|day|time)\w+|what\s+(?:company|"
     r"firm|organi[sz]ation|city|country|place|court|hospital|bank|person|product|brand|name))\b"
     r"|谁|哪位|什么人|哪里|何处|哪个|哪家|哪座|哪所|什么地方|哪一家|哪一个",
     re.IGNORECASE,
 )
-_RE_GENERAL = re.compile(
+_RE_GENERAL = lazy_compile(
     r"\b(?:generally|in\s+general|typically|usually|commonly|normally|as\s+a\s+rule|in\s+most\s+"
     r"cases|it\s+is\s+(?:widely\s+|well\s+|commonly\s+)?(?:known|believed|accepted)|tends?\s+to|"
     r"is\s+often|are\s+often|common\s+practice|industry\s+standard)\b|一般来说|一般而言|"
     r"一般情况下|通常|普遍|众所周知|往往|大多数情况|常见",
     re.IGNORECASE,
 )
-_RE_CALCULATION = re.compile(r"\d[\d,.]*\s*[%$a-zA-Z万亿元]*\s*[-+×x*/÷=]\s*[$￥¥]?\d")
-_RE_ANAPHORA = re.compile(
+_RE_CALCULATION = lazy_compile(r"\d[\d,.]*\s*[%$a-zA-Z万亿元]*\s*[-+×x*/÷=]\s*[$￥¥]?\d")
+_RE_ANAPHORA = lazy_compile(
     r"\b(?:the|this|that)\s+(?:company|firm|group|court|patient|defendant|plaintiff|hospital|"
     r"bank|country|organi[sz]ation|city|region|government|business|subsidiary|project|product|"
     r"drug|case|report|agreement|transaction|deal|person|doctor|judge|professor|prosecutor|"
@@ -147,7 +148,7 @@ _RE_ANAPHORA = re.compile(
     r"总经理|证人|检察官|企业|机构)|本公司|本院|上述(?:公司|人员|事项|企业)",
     re.IGNORECASE,
 )
-_RE_OPENING_PRONOUN = re.compile(
+_RE_OPENING_PRONOUN = lazy_compile(
     r"\s*(?:It|Its|They|Their|He|His|She|Her|This|These)\b|\s*[他她它其该]"
 )
 
@@ -237,8 +238,8 @@ def _doc_groups(chunks: Iterable[Chunk]) -> dict[str, list[Chunk]]:
     return groups
 
 
-_RE_SENT_END = re.compile(r"[.!?]+(?=\s)|[。！？；]+|\n+")
-_RE_CJK_CHARS = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
+_RE_SENT_END = lazy_compile(r"[.!?]+(?=\s)|[。！？；]+|\n+")
+_RE_CJK_CHARS = lazy_compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 
 
 def _sentence_count(text: str) -> int:
@@ -1280,7 +1281,7 @@ def _comparable(a: Quantity, others: Sequence[Quantity]) -> bool:
     return any(not a.unit or not o.unit or a.unit == o.unit for o in others)
 
 
-_RE_CAP_WORD = re.compile(r"(?<![\w.])[A-Z][a-z]{2,}\b")
+_RE_CAP_WORD = lazy_compile(r"(?<![\w.])[A-Z][a-z]{2,}\b")
 
 
 def _mid_sentence(word: str, text: str) -> bool:
@@ -1384,7 +1385,7 @@ def _gen_e9_e12(g: _Gen, found: _Found) -> None:
         )
 
 
-_RE_PART_SPLIT = re.compile(r"[;；。\n]|,\s+(?:while|whereas|and|but)\s+|，|、|\band\b|以及|而")
+_RE_PART_SPLIT = lazy_compile(r"[;；。\n]|,\s+(?:while|whereas|and|but)\s+|，|、|\band\b|以及|而")
 
 
 def _gen_e12_parts(g: _Gen, found: _Found) -> None:
@@ -1874,7 +1875,7 @@ def _arithmetic(target: Quantity, pool: Sequence[Quantity]) -> str | None:
     return None
 
 
-_RE_LAST_NUMBER = re.compile(r"\d[\d,]*(?:\.(\d+))?")
+_RE_LAST_NUMBER = lazy_compile(r"\d[\d,]*(?:\.(\d+))?")
 
 
 def _half_unit(q: Quantity) -> float:
