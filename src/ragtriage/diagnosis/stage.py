@@ -34,8 +34,9 @@ are those that name it, or whose document names only that entity.
 
 Steps 1-2 need only chunk ids (:func:`gt_flow`, :func:`stage_from_flow`); step 3 needs
 the concept coverage, which may cost LLM calls, so it is a separate function
-(:func:`stage_from_coverage`). :func:`classify_stage` chains them for callers that
-already know the coverage. Everything here is pure.
+(:func:`stage_from_coverage`). The cascade that chains the steps, for the diagnoser and
+for callers that already know the coverage (``classify_stage``), is
+:data:`ragtriage.diagnosis.cascade.CASCADE`. Everything here is pure.
 """
 
 from __future__ import annotations
@@ -67,7 +68,6 @@ __all__ = [
     "StageCall",
     "before_split_reference",
     "chunk_shape_findings",
-    "classify_stage",
     "gt_flow",
     "holding_chunks",
     "stage_from_chunk_shape",
@@ -646,22 +646,3 @@ def before_split_reference(
     if call is not None and call.stage in (Stage.RERANKING, Stage.RETRIEVAL):
         return stage_from_split_reference(trace, flow, config) or call
     return call
-
-
-def classify_stage(
-    trace: Trace,
-    gt_ids: Sequence[str],
-    coverage: float | None,
-    n_concepts: int,
-    config: DiagnosisConfig,
-) -> StageCall:
-    """The whole backward cascade for a known concept coverage."""
-    flow = gt_flow(trace, gt_ids)
-    early = (
-        stage_from_references(trace, flow, config)
-        or stage_from_parts(trace, gt_ids)
-        or before_split_reference(trace, flow, config, stage_from_flow(flow, config))
-        or stage_from_chunk_shape(trace, flow, config)
-        or stage_from_depth(trace, flow, config)
-    )
-    return early if early is not None else stage_from_coverage(coverage, n_concepts, config)

@@ -24,8 +24,8 @@ from dataclasses import replace
 from typing import Literal
 
 from ragtriage.diagnosis._attribution import Attribution, case_context, gt_evidence, without_gt
+from ragtriage.diagnosis.cascade import AFTER_CONCEPTS, BEFORE_CONCEPTS, CascadeCase, cascade_call
 from ragtriage.diagnosis.concepts import ConceptCoverage
-from ragtriage.diagnosis.declined import stage_from_declined
 from ragtriage.diagnosis.judges import PAPER_PROTOCOL, CostOptions, StrategyEnv
 from ragtriage.diagnosis.observability import (
     inferred_chunks_note,
@@ -34,16 +34,7 @@ from ragtriage.diagnosis.observability import (
     observable_stages,
     stage_from_passages,
 )
-from ragtriage.diagnosis.stage import (
-    before_split_reference,
-    gt_flow,
-    stage_from_chunk_shape,
-    stage_from_coverage,
-    stage_from_depth,
-    stage_from_flow,
-    stage_from_parts,
-    stage_from_references,
-)
+from ragtriage.diagnosis.stage import gt_flow
 from ragtriage.records import AnswerLabel, Stage, Trace
 
 __all__ = [
@@ -69,36 +60,17 @@ async def _ragec(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribut
     missing = without_gt(trace, gt)
     if missing is not None:
         return missing
-    flow = gt_flow(trace, gt.ids)
-    # extensions (see stage.py): the reference sentences were all in the context; one
-    # entity's evidence never reached the generator
-    held = stage_from_references(trace, flow, cfg)
-    parts = (
-        None if held is not None or not cfg.entity_extension else stage_from_parts(trace, gt.ids)
-    )
-    if parts is not None and parts.stage is Stage.RETRIEVAL:
-        # the entity's evidence was never retrieved; if the GT chunks' shape is at fault
-        # (cut into small pieces, or oversized), chunking is the earlier cause
-        parts = stage_from_chunk_shape(trace, flow, cfg) or parts
-    # extension (see declined.py): the facts a partial abstention leaves out never
-    # reached the generator
-    declined = None if held is not None else stage_from_declined(trace, flow, cfg, env.answer_rule)
-    # extension (see stage.py): missing evidence that is a piece of a reference a chunk
-    # boundary cut off -- chunking is the earlier cause
-    call = (
-        held
-        or parts
-        or before_split_reference(trace, flow, cfg, declined or stage_from_flow(flow, cfg))
-    )
+    # the backward cascade (cascade.py); the concepts are measured only when the steps
+    # before them decide nothing (chunking vs retrieval)
+    ids = tuple(gt.ids)
+    case = CascadeCase(trace, ids, gt_flow(trace, ids), cfg, env.answer_rule)
+    call = cascade_call(case, BEFORE_CONCEPTS)
     cov: ConceptCoverage | None = None
-    if call is None:  # chunking vs retrieval: only now are the concepts needed
+    if call is None:
         cov = await env.judges.concepts.concept_coverage(trace, gt.ids)
-        # extension of B.2.4 (see stage.py): the GT chunks' shape, before the coverage
-        call = (
-            stage_from_chunk_shape(trace, flow, cfg)
-            or stage_from_depth(trace, flow, cfg)
-            or stage_from_coverage(cov.coverage, cov.n_scored, cfg)
-        )
+        call = cascade_call(case.with_concepts(cov.coverage, cov.n_scored), AFTER_CONCEPTS)
+        if call is None:  # the coverage step always decides
+            raise RuntimeError("stage cascade: no step decided")
     evidence = gt_evidence(gt, cov)
     if call.stage is None:
         return Attribution(None, call.reason, (), tuple(evidence), gt, cov)
