@@ -42,7 +42,7 @@ for callers that already know the coverage (``classify_stage``), is
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from statistics import median
 from typing import Literal
@@ -68,6 +68,7 @@ __all__ = [
     "StageCall",
     "before_split_reference",
     "chunk_shape_findings",
+    "chunks_by_doc",
     "gt_flow",
     "holding_chunks",
     "stage_from_chunk_shape",
@@ -479,13 +480,20 @@ def _tokens(text: str) -> int:
     return cjk + len(_RE_CJK.sub(" ", text).split())
 
 
-def _by_doc(chunks: Sequence[Chunk]) -> dict[str, list[Chunk]]:
+def chunks_by_doc(chunks: Iterable[Chunk]) -> dict[str, list[Chunk]]:
+    """``chunks`` grouped by document (documents in first-seen order), each group in
+    document order: by start offset, then index (the cascade and the type tests read
+    the same order)."""
     groups: dict[str, list[Chunk]] = {}
     for c in chunks:
         groups.setdefault(c.doc_id, []).append(c)
     for g in groups.values():
-        g.sort(key=lambda c: (c.start, c.index))
+        g.sort(key=_place)
     return groups
+
+
+def _place(c: Chunk) -> tuple[int, int]:
+    return c.start, c.index
 
 
 def _reference_span(text: str, ref: str) -> tuple[int, int] | None:
@@ -521,7 +529,7 @@ def chunk_shape_findings(
     gt = set(gt_ids)
     retrieved = {h.chunk_id for h in trace.retrieved}
     reached = set(trace.context)
-    groups = _by_doc(trace.gt_doc_chunks)
+    groups = chunks_by_doc(trace.gt_doc_chunks)
     out: list[ChunkShapeFinding] = []
 
     # (a) a reference cut into small pieces, not all of which were retrieved

@@ -67,7 +67,12 @@ from ragtriage.diagnosis.rules import (
     AnswerRule,
     answer_rule,
 )
-from ragtriage.diagnosis.stage import chunk_shape_findings, stage_from_parts, starved_parts
+from ragtriage.diagnosis.stage import (
+    chunk_shape_findings,
+    chunks_by_doc,
+    stage_from_parts,
+    starved_parts,
+)
 from ragtriage.groundtruth import locate_reference, reconstruct_text
 from ragtriage.records import AnswerLabel, Chunk, ErrorType, Stage, Vote, types_of_stage
 from ragtriage.text import count_tokens, split_sentences
@@ -235,15 +240,6 @@ class _Found:
 # =========================================================================== chunking
 
 
-def _doc_groups(chunks: Iterable[Chunk]) -> dict[str, list[Chunk]]:
-    groups: dict[str, list[Chunk]] = {}
-    for c in chunks:
-        groups.setdefault(c.doc_id, []).append(c)
-    for g in groups.values():
-        g.sort(key=lambda c: (c.index, c.start))
-    return groups
-
-
 _RE_SENT_END = re.compile(r"[.!?]+(?=\s)|[。！？；]+|\n+")
 _RE_CJK_CHARS = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 
@@ -292,7 +288,7 @@ def _chunking_tests(ctx: CaseContext, found: _Found) -> None:
     cmap = ctx.chunks
     gt = [cmap[i] for i in ctx.gt_chunk_ids if i in cmap]
     gt_ids = {c.chunk_id for c in gt}
-    groups = _doc_groups(trace.gt_doc_chunks or gt)
+    groups = chunks_by_doc(trace.gt_doc_chunks or gt)
     if not groups:
         return
 
@@ -397,7 +393,7 @@ def _chunking_tests(ctx: CaseContext, found: _Found) -> None:
 
     # ---- the answer needs several consecutive small chunks
     if len(gt) >= 3:
-        by_doc = _doc_groups(gt)
+        by_doc = chunks_by_doc(gt)
         for doc_id, doc_gt in by_doc.items():
             idx = [c.index for c in doc_gt]
             run = 1
