@@ -13,6 +13,10 @@ Two judges:
   agreement of numbers, dates and names between answer and ground truth, and
   whether each fact stays with its event (:mod:`ragtriage.diagnosis.alignment`:
   swapped dates/amounts/names, a name replaced in the clause that restates it).
+  One check per rule declared in :mod:`ragtriage.diagnosis.rules`, run in the
+  registry's order (``@_decides(name)``; a guard, ``@_undecidable_when``, finds the
+  ground truth without comparable content), then the grade and its adjustments
+  (``@_grades(names)``).
 * :func:`evaluate_llm` — the Listing-3 prompt; an unreadable reply or a failed call
   gives an undetermined :class:`~ragtriage.records.Judgement` with the reason.
 """
@@ -1482,9 +1486,6 @@ class _Case:
     @cached_property
     def keypoints_uncovered(self) -> bool:
         return self.facts.keypoint_coverage is not None and self.facts.keypoint_coverage < 1.0
-
-    def judge(self, label: AnswerLabel, reason: str, rule: AnswerRule) -> Judgement:
-        return _judgement(self.example, label, reason, rule.name)
 
 
 #: a verdict of a check: (label, reason), or ``None`` when the check does not decide
