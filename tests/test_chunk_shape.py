@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis import Diagnoser
-from ragtriage.diagnosis.stage import chunk_shape_findings, classify_stage
+from ragtriage.diagnosis.cascade import classify_stage
+from ragtriage.diagnosis.stage import chunk_shape_findings
 from ragtriage.records import Chunk, Example, Hit, Stage, Trace
 
 CFG = DiagnosisConfig()

@@ -9,7 +9,9 @@ from collections.abc import Sequence
 import pytest
 
 from diag_helpers import doc_chunks, hits
+from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis import Diagnoser
+from ragtriage.diagnosis.cascade import classify_stage
 from ragtriage.diagnosis.stage import stage_from_parts, starved_parts
 from ragtriage.records import AnswerLabel, ErrorType, Example, Stage, Trace
 
@@ -139,8 +141,6 @@ def test_llm_type_prompt_names_the_entity_missing_from_the_context() -> None:
 async def test_paper_cascade_without_the_entity_extension() -> None:
     """entity_extension: false gives the paper's cascade: half of the GT chunks reached
     the generator, so it is not generation either -- the coverage test decides."""
-    from ragtriage.config import DiagnosisConfig
-
     trace = two_company_trace(EN, retrieved=["a_1", "a_0"], context=["a_1", "a_0"])
     on = await Diagnoser("rules").diagnose(trace)
     off = await Diagnoser("rules", config=DiagnosisConfig(entity_extension=False)).diagnose(trace)
@@ -414,3 +414,9 @@ async def test_a_wrong_value_for_a_fact_the_generator_never_saw_is_upstream(lang
     assert d.answer_label is AnswerLabel.INCORRECT and d.answer_rule == "value_conflict", d
     assert d.stage is Stage.RETRIEVAL, d.stage_reason
     assert "never retrieved" in d.stage_reason
+    # classify_stage runs the diagnoser's cascade, the declined-facts step included: with
+    # the answer rule it agrees; without one that step is silent and the share decides
+    gt = d.gt_chunk_ids
+    call = classify_stage(trace, gt, None, 0, DiagnosisConfig(), answer_rule=d.answer_rule)
+    assert (call.stage, call.reason) == (d.stage, d.stage_reason)
+    assert classify_stage(trace, gt, None, 0, DiagnosisConfig()).stage is Stage.GENERATION

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from diag_helpers import make_trace
 from ragtriage.config import DiagnosisConfig
+from ragtriage.diagnosis.cascade import classify_stage
 from ragtriage.diagnosis.stage import (
-    classify_stage,
     gt_flow,
     stage_from_coverage,
     stage_from_flow,

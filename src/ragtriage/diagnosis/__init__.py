@@ -17,6 +17,7 @@ if TYPE_CHECKING:
         is_abstention,
         needs_diagnosis,
     )
+    from ragtriage.diagnosis.cascade import classify_stage
     from ragtriage.diagnosis.concepts import (
         ConceptCoverage,
         llm_concept_coverage,
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
     from ragtriage.diagnosis.stage import (
         GTFlow,
         StageCall,
-        classify_stage,
         gt_flow,
         stage_from_coverage,
         stage_from_flow,
@@ -121,7 +121,6 @@ _WHERE = {
         (
             "GTFlow",
             "StageCall",
-            "classify_stage",
             "gt_flow",
             "stage_from_coverage",
             "stage_from_flow",
@@ -131,6 +130,7 @@ _WHERE = {
     **dict.fromkeys(
         ("PAPER_PROTOCOL", "STRATEGIES", "Attribution", "CostOptions", "Strategy"), "strategies"
     ),
+    "classify_stage": "cascade",
     **dict.fromkeys(("VoteSummary", "apportion_votes", "summarize_votes"), "votes"),
 }
 

@@ -13,6 +13,10 @@ Two judges:
   agreement of numbers, dates and names between answer and ground truth, and
   whether each fact stays with its event (:mod:`ragtriage.diagnosis.alignment`:
   swapped dates/amounts/names, a name replaced in the clause that restates it).
+  One check per rule declared in :mod:`ragtriage.diagnosis.rules`, run in the
+  registry's order (``@_decides(name)``; a guard, ``@_undecidable_when``, finds the
+  ground truth without comparable content), then the grade and its adjustments
+  (``@_grades(names)``).
 * :func:`evaluate_llm` — the Listing-3 prompt; an unreadable reply or a failed call
   gives an undetermined :class:`~ragtriage.records.Judgement` with the reason.
 """
@@ -23,13 +27,14 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from ragtriage._regex import lazy_compile
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis._calls import LLMCalls
 from ragtriage.diagnosis.alignment import fact_swaps, is_initials, substituted_names
 from ragtriage.diagnosis.answer_checks import (
+    ChoiceConflict,
     bound_conflict,
     choice_conflict,
     clauses,
@@ -66,6 +71,7 @@ from ragtriage.diagnosis.facts import (
     stem,
 )
 from ragtriage.diagnosis.question_parts import QuestionPart, mentions_part, question_parts
+from ragtriage.diagnosis.rules import RULES, AnswerRule, answer_rule
 from ragtriage.judge.parsing import parse_answer_label
 from ragtriage.judge.prompts import answer_eval_prompt, ground_truth_text
 from ragtriage.llm import LLMFailure
@@ -1091,33 +1097,7 @@ def _states_values(
     return True
 
 
-# -- the rules judge --------------------------------------------------------------------
-
-
-def _unanswerable(example: Example, view: AnswerView) -> Judgement:
-    if view.guesses and not is_abstention(view.final, example.query):
-        return _judgement(
-            example,
-            AnswerLabel.INCORRECT,
-            "declines, then guesses an answer the corpus cannot support",
-            "unanswerable_guess",
-        )
-    if not view.text or view.final_declines or is_abstention(view.text, example.query):
-        where = (
-            "" if view.final_from == "whole answer" else f" (conclusion, from {view.final_from!r})"
-        )
-        return _judgement(
-            example,
-            AnswerLabel.ABSTAIN,
-            f"abstained on an unanswerable question{where}",
-            "unanswerable_abstain",
-        )
-    return _judgement(
-        example,
-        AnswerLabel.INCORRECT,
-        "answered a question the corpus cannot answer",
-        "unanswerable_answered",
-    )
+# -- the rules judge's helpers ------------------------------------------------------------
 
 
 def _declined_parts(example: Example, view: AnswerView) -> list[QuestionPart]:
@@ -1188,68 +1168,6 @@ def _outside(text: str, sentences: tuple[str, ...]) -> str:
     for s in sentences:
         out = out.replace(s, " ")
     return out
-
-
-def _without_query(
-    check: Callable[[str, str], tuple[str, str] | None],
-) -> Callable[[str, str, str], tuple[str, str] | None]:
-    return lambda gt, answer, _query: check(gt, answer)
-
-
-#: a value the answer states otherwise: checks of (ground truth, committed answer, query)
-#: -> (ground truth's form, answer's form), the rule each fails the answer by, and how its
-#: reason reads
-_VALUE_FORM_CHECKS: tuple[
-    tuple[Callable[[str, str, str], tuple[str, str] | None], str, str], ...
-] = (
-    (
-        _without_query(bound_conflict),
-        "bound_conflict",
-        "states {said!r}, a bound that excludes the ground truth's {truth!r}",
-    ),
-    (
-        _without_query(rank_conflict),
-        "rank_conflict",
-        "ranks it {said!r} where the ground truth ranks it {truth!r}",
-    ),
-    (
-        _without_query(numeral_conflict),
-        "numeral_conflict",
-        "grades it {said!r} where the ground truth says {truth!r}",
-    ),
-    (
-        _without_query(ordinal_conflict),
-        "ordinal_conflict",
-        "gives {said!r} where the ground truth gives {truth!r}",
-    ),
-    # a count of the thing a "how many" question asks, other than the ground truth's
-    (
-        lambda gt, answer, query: count_conflict(query, gt, answer),
-        "count_conflict",
-        "counts {said!r} where the ground truth counts {truth!r}",
-    ),
-)
-
-
-#: checks of the ground truth's words exchanged in the answer: (check, rule, wording of the
-#: (ground truth's, answer's) pair the check returns)
-_EXCHANGE_CHECKS: tuple[tuple[Callable[[str, str], tuple[str, str] | None], str, str], ...] = (
-    (
-        crossed_terms,
-        "crossed_terms",
-        "deals the ground truth's two statements out crosswise: puts {gt!r} with {said!r}",
-    ),
-    (
-        measures_swapped,
-        "measures_swapped",
-        "exchanges the ground truth's measure words: {said!r} where the ground truth says {gt!r}",
-    ),
-    (
-        roles_swapped,
-        "roles_swapped",
-        "gives another name the ground truth's role: {said!r} where the ground truth says {gt!r}",
-    ),
-)
 
 
 def _keypoint_put_otherwise(
@@ -1390,243 +1308,563 @@ def _committed(view: AnswerView) -> str:
     return view.final if content_tokens(view.final) else view.text
 
 
-def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Judgement:
-    """The offline judge. See the module docstring and docs/method.md for the rules."""
-    view = answer_view(answer)
-    ans = view.text
-    if not example.answerable:
-        return _unanswerable(example, view)
-    gt = example.answer.strip()
-    undecidable = Judgement(
-        example_id=example.example_id,
-        label=None,
-        judge="rules",
-        undetermined_reason="answer_evaluation: ground truth has no comparable content",
-    )
-    if not ans:
-        if not content_tokens(gt):
-            return undecidable
-        return _judgement(example, AnswerLabel.ABSTAIN, "empty answer", "empty")
-    na, ng = normalize(ans), normalize(gt)
-    if ng and na == ng:
-        return _judgement(example, AnswerLabel.CORRECT, "matches the ground truth", "exact")
-    if not content_tokens(gt):
-        return undecidable
-    coverage = gt_coverage(gt, ans)
-    contained = _contains(na, ng)
+# -- the rules judge: one check per declared rule -----------------------------------------
+
+
+class _Case:
+    """One answer under evaluation: what the checks read, each value computed once, on
+    first use (a check that decides early leaves the rest uncomputed)."""
+
+    def __init__(self, example: Example, answer: str, config: DiagnosisConfig) -> None:
+        self.example = example
+        self.config = config
+        self.view = answer_view(answer)
+        self.ans = self.view.text
+
+    @cached_property
+    def gt(self) -> str:
+        return self.example.answer.strip()
+
+    def undecidable(self) -> Judgement:
+        return Judgement(
+            example_id=self.example.example_id,
+            label=None,
+            judge="rules",
+            undetermined_reason="answer_evaluation: ground truth has no comparable content",
+        )
+
+    @cached_property
+    def gt_has_content(self) -> bool:
+        return bool(content_tokens(self.gt))
+
+    @cached_property
+    def na(self) -> str:
+        return normalize(self.ans)
+
+    @cached_property
+    def ng(self) -> str:
+        return normalize(self.gt)
+
+    @cached_property
+    def coverage(self) -> GTCoverage:
+        return gt_coverage(self.gt, self.ans)
+
+    @cached_property
+    def contained(self) -> bool:
+        return _contains(self.na, self.ng)
+
     # a reasoning answer abstains when its conclusion declines; a plain answer when it
     # says little beyond declining (substantive wrong content is an answer, not a refusal)
     # a multi-part question answered for one part and declined for another (an answer
     # that declines in the end with nothing of the ground truth stated, and nothing
     # contradicting it, declined every part: an abstention)
-    declined = _declined_parts(example, view)
-    concludes_declining = (
-        (view.final_declines if view.final_from != "whole answer" else False)
-        or is_abstention(ans, example.query)
-        or (not declined and _reviews_then_declines(view, gt, example.query))
-    )
+    @cached_property
+    def declined(self) -> list[QuestionPart]:
+        return _declined_parts(self.example, self.view)
+
+    @cached_property
+    def concludes_declining(self) -> bool:
+        view = self.view
+        return (
+            (view.final_declines if view.final_from != "whole answer" else False)
+            or is_abstention(self.ans, self.example.query)
+            or (not self.declined and _reviews_then_declines(view, self.gt, self.example.query))
+        )
+
     # an answer that declines a part covers the ground truth statement by statement,
     # the statements of one sentence apart ("X means …; as for Y, I can't say")
     # (what it asserts: its declining clauses cover nothing)
-    by_statement = (
-        _asserted_coverage(gt, ans, view.declining_clauses, semicolons=True)
-        if declined and not contained
-        else coverage
-    )
-    if (
-        declined
-        and not contained
-        and (by_statement.share or 0.0) < _FULL_COVERAGE
-        and not (
-            concludes_declining
-            and not _gt_facts_stated(example, ans, by_statement)
-            and not _values(gt, ans).contradicted
-        )
-    ):
-        names = ", ".join(repr(p.text) for p in declined)
-        n_stated, n_units = sum(by_statement.covered), len(by_statement.units)
-        return _judgement(
-            example,
-            AnswerLabel.INCORRECT,
-            f"partial abstention: declines {names} while answering the rest "
-            f"(covers {n_stated}/{n_units} ground-truth statements)",
-            "partial_abstention",
-        )
-    declines = _has_cue(ans) or bool(view.declines)
+    @cached_property
+    def by_statement(self) -> GTCoverage:
+        if self.declined and not self.contained:
+            return _asserted_coverage(
+                self.gt, self.ans, self.view.declining_clauses, semicolons=True
+            )
+        return self.coverage
+
+    @cached_property
+    def declines(self) -> bool:
+        return _has_cue(self.ans) or bool(self.view.declines)
+
     # what it asserts, its declining clauses left out ("…均未包含既往史，因此无法回答两人的
     # 过敏史" repeats the ground truth's words without stating them)
-    asserted = (
-        _asserted_coverage(gt, ans, view.declining_clauses)
-        if declines and not contained and concludes_declining
-        else coverage
-    )
-    if declines and not contained and concludes_declining and (asserted.share or 0.0) < 0.5:
-        stated = _gt_facts_stated(example, ans, asserted)
-        if stated:
-            # it answers part of the question before declining the rest: a partial
-            # abstention, which fails the question (the anonymous "the Norwegian group or
-            # the Spanish producer?" the part lists cannot name)
-            return _judgement(
-                example,
-                AnswerLabel.INCORRECT,
-                f"partial abstention: states {_show(stated)} of the ground truth, then declines "
-                f"({view.declining_clauses[0][:80]!r})"
-                if view.declining_clauses
-                else f"partial abstention: states {_show(stated)} of the ground truth, then declines",
-                "partial_abstention",
-            )
-        where = (
-            "" if view.final_from == "whole answer" else f" in its conclusion ({view.final_from})"
+    @cached_property
+    def asserted(self) -> GTCoverage:
+        return _asserted_coverage(self.gt, self.ans, self.view.declining_clauses)
+
+    @cached_property
+    def declines_in_the_end(self) -> bool:
+        """It declines (in its conclusion, or says little else), does not contain the
+        ground truth and asserts under half of it."""
+        return (
+            self.declines
+            and not self.contained
+            and self.concludes_declining
+            and (self.asserted.share or 0.0) < 0.5
         )
-        return _judgement(example, AnswerLabel.ABSTAIN, f"declines to answer{where}", "abstain")
+
+    @cached_property
+    def stated_before_declining(self) -> tuple[str, ...]:
+        return _gt_facts_stated(self.example, self.ans, self.asserted)
+
     # numbers and dates: conflicts in what the answer commits to (the conclusion of a
     # reasoning answer, whose review of the documents may quote other years), hits anywhere
-    committed = _committed(view)
-    values = _values(gt, ans)
-    said = values
-    # an unmarked closing paragraph after a body that states every ground-truth amount is
-    # a remark, not the answer ("Together these events lifted operating income to $250
-    # million" after the listed $150 million): its other amounts are no conflict
-    gt_amounts = extract_quantities(gt)
-    remark = (
-        view.final_from == "last paragraph"
-        and bool(gt_amounts)
-        and all(
-            QuantityPool(extract_quantities(ans[: max(0, len(ans) - len(committed))])).matches(q)
-            for q in gt_amounts
+    @cached_property
+    def committed(self) -> str:
+        return _committed(self.view)
+
+    @cached_property
+    def value_reading(self) -> tuple[_Values, _Values]:
+        """(values, said): the answer's values against the ground truth's, conflicts read
+        in what it commits to, and what the conflict's reason quotes."""
+        gt, ans, view, committed = self.gt, self.ans, self.view, self.committed
+        values = _values(gt, ans)
+        said = values
+        # an unmarked closing paragraph after a body that states every ground-truth amount
+        # is a remark, not the answer ("Together these events lifted operating income to
+        # $250 million" after the listed $150 million): its other amounts are no conflict
+        gt_amounts = extract_quantities(gt)
+        remark = (
+            view.final_from == "last paragraph"
+            and bool(gt_amounts)
+            and all(
+                QuantityPool(extract_quantities(ans[: max(0, len(ans) - len(committed))])).matches(
+                    q
+                )
+                for q in gt_amounts
+            )
         )
+        if committed is not ans and not remark:
+            in_final = _values(gt, committed)
+            if in_final.answer:
+                said = in_final
+                # a date the answer states anywhere is not contradicted by the conclusion's
+                # summary of it ("between July and August 2021" for 30 June - 1 September)
+                # -- but it is by another year ("成立于4622年"); an amount always is
+                gt_dates = extract_dates(gt)
+                gt_raw = {d.raw for d in gt_dates}
+                final_dates = [
+                    a
+                    for a in extract_dates(committed)
+                    if not any(dates_match(g, a) for g in gt_dates)
+                ]
+                summary = all(any(_near_date(a, g) for g in gt_dates) for a in final_dates)
+                kept = tuple(
+                    v
+                    for v in in_final.contradicted
+                    if not (v in gt_raw and v in values.stated and summary)
+                )
+                values = replace(values, contradicted=kept, listed=in_final.listed)
+        # a number the question itself states ("the last 16 match") is given, not a slot
+        # the answer fills: another unitless number ("the same eleven") does not
+        # contradict it
+        given = _given_numbers(gt, self.example.query)
+        if given and values.contradicted:
+            values = replace(
+                values, contradicted=tuple(v for v in values.contradicted if v not in given)
+            )
+        return values, said
+
+    @property
+    def values(self) -> _Values:
+        return self.value_reading[0]
+
+    @cached_property
+    def choice(self) -> ChoiceConflict | None:
+        return choice_conflict(self.example.query, self.gt, self.committed)
+
+    @cached_property
+    def facts(self) -> AnswerFacts:
+        return answer_facts(
+            self.ans,
+            self.gt,
+            self.example.keypoints,
+            values=self.values,
+            query=self.example.query,
+            declined=self.view.declining_clauses,
+        )
+
+    @cached_property
+    def keypoints_uncovered(self) -> bool:
+        return self.facts.keypoint_coverage is not None and self.facts.keypoint_coverage < 1.0
+
+
+#: a verdict of a check: (label, reason), or ``None`` when the check does not decide
+_Decision = tuple[AnswerLabel, str] | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Check:
+    """One step of the evaluation: the rule it decides by (``None``: a guard that finds
+    the answer undecidable) and how."""
+
+    rule: AnswerRule | None
+    run: Callable[[_Case], Judgement | None]
+
+
+#: the evaluation's steps, in order (filled by the decorators below)
+_CHECKS: list[_Check] = []
+
+
+def _decides(name: str) -> Callable[[Callable[[_Case], _Decision]], Callable[[_Case], _Decision]]:
+    """Register a check deciding by the declared rule ``name`` (unknown: an error at
+    import)."""
+    rule = answer_rule(name)
+
+    def register(check: Callable[[_Case], _Decision]) -> Callable[[_Case], _Decision]:
+        def run(c: _Case) -> Judgement | None:
+            found = check(c)
+            return None if found is None else _judgement(c.example, found[0], found[1], rule.name)
+
+        _CHECKS.append(_Check(rule, run))
+        return check
+
+    return register
+
+
+def _undecidable_when(test: Callable[[_Case], bool]) -> Callable[[_Case], bool]:
+    """Register a guard: the answer is undecidable when ``test`` holds."""
+
+    def run(c: _Case) -> Judgement | None:
+        return c.undecidable() if test(c) else None
+
+    _CHECKS.append(_Check(None, run))
+    return test
+
+
+# -- an unanswerable question
+
+
+@_decides("unanswerable_guess")
+def _unanswerable_guess(c: _Case) -> _Decision:
+    view = c.view
+    if c.example.answerable or not (
+        view.guesses and not is_abstention(view.final, c.example.query)
+    ):
+        return None
+    return AnswerLabel.INCORRECT, "declines, then guesses an answer the corpus cannot support"
+
+
+@_decides("unanswerable_abstain")
+def _unanswerable_abstain(c: _Case) -> _Decision:
+    view = c.view
+    if c.example.answerable:
+        return None
+    if not view.text or view.final_declines or is_abstention(view.text, c.example.query):
+        where = (
+            "" if view.final_from == "whole answer" else f" (conclusion, from {view.final_from!r})"
+        )
+        return AnswerLabel.ABSTAIN, f"abstained on an unanswerable question{where}"
+    return None
+
+
+@_decides("unanswerable_answered")
+def _unanswerable_answered(c: _Case) -> _Decision:
+    if c.example.answerable:
+        return None
+    return AnswerLabel.INCORRECT, "answered a question the corpus cannot answer"
+
+
+# -- an empty or exact answer
+
+
+@_undecidable_when
+def _empty_without_truth(c: _Case) -> bool:
+    return not c.ans and not c.gt_has_content
+
+
+@_decides("empty")
+def _empty(c: _Case) -> _Decision:
+    return (AnswerLabel.ABSTAIN, "empty answer") if not c.ans else None
+
+
+@_decides("exact")
+def _exact(c: _Case) -> _Decision:
+    if c.ng and c.na == c.ng:
+        return AnswerLabel.CORRECT, "matches the ground truth"
+    return None
+
+
+@_undecidable_when
+def _truth_without_content(c: _Case) -> bool:
+    return not c.gt_has_content
+
+
+# -- what the answer declines
+
+
+@_decides("partial_abstention")
+def _declines_a_part(c: _Case) -> _Decision:
+    declined = c.declined
+    if not declined or c.contained:
+        return None
+    by_statement = c.by_statement
+    if (by_statement.share or 0.0) >= _FULL_COVERAGE:
+        return None
+    if (
+        c.concludes_declining
+        and not _gt_facts_stated(c.example, c.ans, by_statement)
+        and not _values(c.gt, c.ans).contradicted
+    ):
+        return None
+    names = ", ".join(repr(p.text) for p in declined)
+    n_stated, n_units = sum(by_statement.covered), len(by_statement.units)
+    return (
+        AnswerLabel.INCORRECT,
+        f"partial abstention: declines {names} while answering the rest "
+        f"(covers {n_stated}/{n_units} ground-truth statements)",
     )
-    if committed is not ans and not remark:
-        in_final = _values(gt, committed)
-        if in_final.answer:
-            said = in_final
-            # a date the answer states anywhere is not contradicted by the conclusion's
-            # summary of it ("between July and August 2021" for 30 June - 1 September) --
-            # but it is by another year ("成立于4622年"); an amount always is
-            gt_dates = extract_dates(gt)
-            gt_raw = {d.raw for d in gt_dates}
-            final_dates = [
-                a for a in extract_dates(committed) if not any(dates_match(g, a) for g in gt_dates)
-            ]
-            summary = all(any(_near_date(a, g) for g in gt_dates) for a in final_dates)
-            kept = tuple(
-                v
-                for v in in_final.contradicted
-                if not (v in gt_raw and v in values.stated and summary)
-            )
-            values = replace(values, contradicted=kept, listed=in_final.listed)
-    # a number the question itself states ("the last 16 match") is given, not a slot the
-    # answer fills: another unitless number ("the same eleven") does not contradict it
-    given = _given_numbers(gt, example.query)
-    if given and values.contradicted:
-        values = replace(
-            values, contradicted=tuple(v for v in values.contradicted if v not in given)
-        )
-    polar_flip = _polar_conflict(example, ans)
-    if polar_flip is not None:
-        return _judgement(
-            example,
-            AnswerLabel.INCORRECT,
-            f"answers {polar_flip[1]!r} where the ground truth says {polar_flip[0]!r}",
-            "polar_conflict",
-        )
-    impossible = impossible_dates(committed) if extract_dates(gt) else []
-    if impossible and not values.contradicted:
-        return _judgement(
-            example,
-            AnswerLabel.INCORRECT,
-            f"states {impossible[0]!r}, a date no calendar has, where the ground truth "
-            f"gives {_show(tuple(d.raw for d in extract_dates(gt)))}",
-            "impossible_date",
-        )
-    if values.contradicted:  # decided without tokenizing: a different number or date
-        return _judgement(
-            example,
-            AnswerLabel.INCORRECT,
-            f"numbers/dates disagree: ground truth {_show(values.contradicted)}, "
-            f"answer {_show(said.answer)}",
-            "value_conflict",
-        )
-    # a value the answer states otherwise: behind a bound, at another rank or grade
-    for check, rule_name, wording in _VALUE_FORM_CHECKS:
-        found = check(gt, committed, example.query)
-        if found is not None:
-            return _judgement(
-                example,
+
+
+@_decides("partial_abstention")
+def _states_then_declines(c: _Case) -> _Decision:
+    if not c.declines_in_the_end:
+        return None
+    stated = c.stated_before_declining
+    if not stated:
+        return None
+    # it answers part of the question before declining the rest: a partial abstention,
+    # which fails the question (the anonymous "the Norwegian group or the Spanish
+    # producer?" the part lists cannot name)
+    view = c.view
+    return (
+        AnswerLabel.INCORRECT,
+        f"partial abstention: states {_show(stated)} of the ground truth, then declines "
+        f"({view.declining_clauses[0][:80]!r})"
+        if view.declining_clauses
+        else f"partial abstention: states {_show(stated)} of the ground truth, then declines",
+    )
+
+
+@_decides("abstain")
+def _abstains(c: _Case) -> _Decision:
+    if not c.declines_in_the_end:
+        return None
+    view = c.view
+    where = "" if view.final_from == "whole answer" else f" in its conclusion ({view.final_from})"
+    return AnswerLabel.ABSTAIN, f"declines to answer{where}"
+
+
+# -- a statement the ground truth contradicts (the first that fires decides)
+
+
+@_decides("polar_conflict")
+def _polar_flip(c: _Case) -> _Decision:
+    flip = _polar_conflict(c.example, c.ans)
+    if flip is None:
+        return None
+    return AnswerLabel.INCORRECT, f"answers {flip[1]!r} where the ground truth says {flip[0]!r}"
+
+
+@_decides("impossible_date")
+def _impossible_date(c: _Case) -> _Decision:
+    gt_dates = extract_dates(c.gt)
+    impossible = impossible_dates(c.committed) if gt_dates else []
+    if not impossible or c.values.contradicted:
+        return None
+    return (
+        AnswerLabel.INCORRECT,
+        f"states {impossible[0]!r}, a date no calendar has, where the ground truth "
+        f"gives {_show(tuple(d.raw for d in gt_dates))}",
+    )
+
+
+@_decides("value_conflict")
+def _value_conflict(c: _Case) -> _Decision:
+    values, said = c.value_reading
+    if not values.contradicted:  # decided without tokenizing: a different number or date
+        return None
+    return (
+        AnswerLabel.INCORRECT,
+        f"numbers/dates disagree: ground truth {_show(values.contradicted)}, "
+        f"answer {_show(said.answer)}",
+    )
+
+
+# a value the answer states otherwise: behind a bound, at another rank or grade
+
+
+@_decides("bound_conflict")
+def _bound_conflict(c: _Case) -> _Decision:
+    found = bound_conflict(c.gt, c.committed)
+    if found is None:
+        return None
+    return (
+        AnswerLabel.INCORRECT,
+        f"states {found[1]!r}, a bound that excludes the ground truth's {found[0]!r}",
+    )
+
+
+@_decides("rank_conflict")
+def _rank_conflict(c: _Case) -> _Decision:
+    found = rank_conflict(c.gt, c.committed)
+    if found is None:
+        return None
+    return (
+        AnswerLabel.INCORRECT,
+        f"ranks it {found[1]!r} where the ground truth ranks it {found[0]!r}",
+    )
+
+
+@_decides("numeral_conflict")
+def _numeral_conflict(c: _Case) -> _Decision:
+    found = numeral_conflict(c.gt, c.committed)
+    if found is None:
+        return None
+    return AnswerLabel.INCORRECT, f"grades it {found[1]!r} where the ground truth says {found[0]!r}"
+
+
+@_decides("ordinal_conflict")
+def _ordinal_conflict(c: _Case) -> _Decision:
+    found = ordinal_conflict(c.gt, c.committed)
+    if found is None:
+        return None
+    return AnswerLabel.INCORRECT, f"gives {found[1]!r} where the ground truth gives {found[0]!r}"
+
+
+@_decides("count_conflict")
+def _count_conflict(c: _Case) -> _Decision:
+    # a count of the thing a "how many" question asks, other than the ground truth's
+    found = count_conflict(c.example.query, c.gt, c.committed)
+    if found is None:
+        return None
+    return AnswerLabel.INCORRECT, f"counts {found[1]!r} where the ground truth counts {found[0]!r}"
+
+
+# order: the same facts attached to other events, or a name replaced in place
+
+
+@_decides("fact_swap")
+def _fact_swap(c: _Case) -> _Decision:
+    swaps = fact_swaps(c.gt, c.committed)
+    if not swaps:
+        return None
+    sw = swaps[0]
+    return (
+        AnswerLabel.INCORRECT,
+        f"{sw.kind}s exchanged between events: the ground truth ties {sw.first!r} and "
+        f"{sw.second!r} the other way round",
+    )
+
+
+@_decides("name_substituted")
+def _name_substituted(c: _Case) -> _Decision:
+    for s in substituted_names(c.gt, c.committed, c.example.query):
+        if not _same_name(s.missing, s.instead):
+            return (
                 AnswerLabel.INCORRECT,
-                wording.format(truth=found[0], said=found[1]),
-                rule_name,
+                f"names {s.instead!r} where the ground truth names {s.missing!r}",
             )
-    # order: the same facts attached to other events, or a name replaced in place
-    swaps = fact_swaps(gt, committed)
-    if swaps:
-        sw = swaps[0]
-        return _judgement(
-            example,
-            AnswerLabel.INCORRECT,
-            f"{sw.kind}s exchanged between events: the ground truth ties {sw.first!r} and "
-            f"{sw.second!r} the other way round",
-            "fact_swap",
-        )
-    subs = [
-        s
-        for s in substituted_names(gt, committed, example.query)
-        if not _same_name(s.missing, s.instead)
-    ]
-    if subs:
-        sub = subs[0]
-        return _judgement(
-            example,
-            AnswerLabel.INCORRECT,
-            f"names {sub.instead!r} where the ground truth names {sub.missing!r}",
-            "name_substituted",
-        )
-    flipped = direction_flips(gt, committed)
-    if flipped:
-        return _judgement(
-            example,
-            AnswerLabel.INCORRECT,
-            f"states {_show(tuple(flipped))} with the opposite direction of change",
-            "direction_flip",
-        )
-    opposite = opposite_terms(gt, committed) or negated_terms(gt, committed)
-    if opposite:
-        return _judgement(
-            example,
-            AnswerLabel.INCORRECT,
-            f"says {opposite[0][1]!r} where the ground truth says {opposite[0][0]!r}",
-            "opposite_term",
-        )
-    swapped_item = _list_substitution(example, committed, ans)
-    if swapped_item is not None:
-        return _judgement(
-            example,
-            AnswerLabel.INCORRECT,
-            f"lists {swapped_item[1]!r} where the ground truth lists {swapped_item[0]!r}",
-            "list_substitution",
-        )
-    # the ground truth's own words dealt out otherwise: between two statements, two names
-    for pair_check, rule_name, wording in _EXCHANGE_CHECKS:
-        pair = pair_check(gt, committed)
-        if pair is not None:
-            return _judgement(
-                example, AnswerLabel.INCORRECT, wording.format(gt=pair[0], said=pair[1]), rule_name
-            )
-    order = order_conflict(example.query, gt, ans, keypoints=example.keypoints, final=view.final)
-    if order is not None:
-        return _judgement(example, AnswerLabel.INCORRECT, order, "order")
-    choice = choice_conflict(example.query, gt, committed)
-    if choice is not None:
-        return _judgement(
-            example,
-            AnswerLabel.INCORRECT,
-            f"picks {choice.found!r} where the ground truth picks {choice.expected!r}",
-            "choice_time" if choice.about_time else "choice",
-        )
-    gt_quantities = extract_quantities(gt)
+    return None
+
+
+@_decides("direction_flip")
+def _direction_flip(c: _Case) -> _Decision:
+    flipped = direction_flips(c.gt, c.committed)
+    if not flipped:
+        return None
+    return (
+        AnswerLabel.INCORRECT,
+        f"states {_show(tuple(flipped))} with the opposite direction of change",
+    )
+
+
+@_decides("opposite_term")
+def _opposite_term(c: _Case) -> _Decision:
+    opposite = opposite_terms(c.gt, c.committed) or negated_terms(c.gt, c.committed)
+    if not opposite:
+        return None
+    return (
+        AnswerLabel.INCORRECT,
+        f"says {opposite[0][1]!r} where the ground truth says {opposite[0][0]!r}",
+    )
+
+
+@_decides("list_substitution")
+def _listed_otherwise(c: _Case) -> _Decision:
+    swapped = _list_substitution(c.example, c.committed, c.ans)
+    if swapped is None:
+        return None
+    return (
+        AnswerLabel.INCORRECT,
+        f"lists {swapped[1]!r} where the ground truth lists {swapped[0]!r}",
+    )
+
+
+# the ground truth's own words dealt out otherwise: between two statements, two names
+
+
+@_decides("crossed_terms")
+def _crossed_terms(c: _Case) -> _Decision:
+    pair = crossed_terms(c.gt, c.committed)
+    if pair is None:
+        return None
+    return (
+        AnswerLabel.INCORRECT,
+        f"deals the ground truth's two statements out crosswise: puts {pair[0]!r} with {pair[1]!r}",
+    )
+
+
+@_decides("measures_swapped")
+def _measures_swapped(c: _Case) -> _Decision:
+    pair = measures_swapped(c.gt, c.committed)
+    if pair is None:
+        return None
+    return (
+        AnswerLabel.INCORRECT,
+        f"exchanges the ground truth's measure words: {pair[1]!r} where the ground truth "
+        f"says {pair[0]!r}",
+    )
+
+
+@_decides("roles_swapped")
+def _roles_swapped(c: _Case) -> _Decision:
+    pair = roles_swapped(c.gt, c.committed)
+    if pair is None:
+        return None
+    return (
+        AnswerLabel.INCORRECT,
+        f"gives another name the ground truth's role: {pair[1]!r} where the ground truth "
+        f"says {pair[0]!r}",
+    )
+
+
+@_decides("order")
+def _order(c: _Case) -> _Decision:
+    ex = c.example
+    order = order_conflict(ex.query, c.gt, c.ans, keypoints=ex.keypoints, final=c.view.final)
+    return None if order is None else (AnswerLabel.INCORRECT, order)
+
+
+@_decides("choice_time")
+def _choice_in_time(c: _Case) -> _Decision:
+    choice = c.choice
+    if choice is None or not choice.about_time:
+        return None
+    return (
+        AnswerLabel.INCORRECT,
+        f"picks {choice.found!r} where the ground truth picks {choice.expected!r}",
+    )
+
+
+@_decides("choice")
+def _choice(c: _Case) -> _Decision:
+    choice = c.choice
+    if choice is None:
+        return None
+    return (
+        AnswerLabel.INCORRECT,
+        f"picks {choice.found!r} where the ground truth picks {choice.expected!r}",
+    )
+
+
+@_decides("entity_value")
+def _entity_value(c: _Case) -> _Decision:
+    committed = c.committed
+    gt_quantities = extract_quantities(c.gt)
     replaced = entity_value_conflict(
-        example.query,
-        gt,
+        c.example.query,
+        c.gt,
         committed,
         skip=[
             q
@@ -1634,68 +1872,126 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             if _derived(committed, q) or _approximates(committed, q, gt_quantities)
         ],
     )
-    if replaced is not None:
-        return _judgement(
-            example,
-            AnswerLabel.INCORRECT,
-            f"states {replaced.found!r} for {replaced.entity!r} where the ground truth has "
-            f"{replaced.expected!r} ({replaced.clause[:80]!r})",
-            "entity_value",
-        )
-    facts = answer_facts(
-        ans,
-        gt,
-        example.keypoints,
-        values=values,
-        query=example.query,
-        declined=view.declining_clauses,
+    if replaced is None:
+        return None
+    return (
+        AnswerLabel.INCORRECT,
+        f"states {replaced.found!r} for {replaced.entity!r} where the ground truth has "
+        f"{replaced.expected!r} ({replaced.clause[:80]!r})",
     )
-    if facts.keypoint_coverage is not None and facts.keypoint_coverage < 1.0:
-        for point in example.keypoints:
-            conflict = slot_conflict(point, committed, example.query, ground_truth=gt)
-            if conflict is not None and not _keypoint_in(point, _bag(content_tokens(point)), ans):
-                return _judgement(
-                    example,
-                    AnswerLabel.INCORRECT,
-                    f"states {conflict.found!r} where the ground truth has {conflict.expected!r} "
-                    f"({conflict.clause[:80]!r})",
-                    "slot_conflict",
-                )
-    uncovered = facts.keypoint_coverage is not None and facts.keypoint_coverage < 1.0
-    put = _keypoint_put_otherwise(example.keypoints, gt, committed, ans, uncovered=uncovered)
-    if put is not None:
-        return _judgement(
-            example,
-            AnswerLabel.INCORRECT,
-            f"puts {put[1]!r} where the ground truth has {put[0]!r}",
-            "keypoint_replaced",
-        )
-    if facts.gt_tokens == 0:
-        return undecidable
-    reasons: list[str] = []
-    rule = "overlap"
-    # completeness and overlap
+
+
+@_decides("slot_conflict")
+def _slot_conflict(c: _Case) -> _Decision:
+    if not c.keypoints_uncovered:
+        return None
+    ex = c.example
+    for point in ex.keypoints:
+        conflict = slot_conflict(point, c.committed, ex.query, ground_truth=c.gt)
+        if conflict is not None and not _keypoint_in(point, _bag(content_tokens(point)), c.ans):
+            return (
+                AnswerLabel.INCORRECT,
+                f"states {conflict.found!r} where the ground truth has {conflict.expected!r} "
+                f"({conflict.clause[:80]!r})",
+            )
+    return None
+
+
+@_decides("keypoint_replaced")
+def _keypoint_replaced(c: _Case) -> _Decision:
+    put = _keypoint_put_otherwise(
+        c.example.keypoints, c.gt, c.committed, c.ans, uncovered=c.keypoints_uncovered
+    )
+    if put is None:
+        return None
+    return AnswerLabel.INCORRECT, f"puts {put[1]!r} where the ground truth has {put[0]!r}"
+
+
+@_undecidable_when
+def _truth_without_tokens(c: _Case) -> bool:
+    return c.facts.gt_tokens == 0
+
+
+# -- the grade: overlap and coverage, adjusted in turn
+
+
+@dataclass(slots=True)
+class _Grade:
+    label: AnswerLabel
+    reasons: list[str]
+    rule: AnswerRule
+    #: half the keypoints, or the direct answer (the first) without most of the rest:
+    #: incorrect, but a partial answer all the same
+    half_said: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Grader:
+    rules: tuple[AnswerRule, ...]
+    run: Callable[[_Case, _Grade], None]
+
+
+#: the grade's adjustments, in order (the first sets the grade)
+_GRADERS: list[_Grader] = []
+
+
+def _grades(
+    *names: str,
+) -> Callable[[Callable[[_Case, _Grade], None]], Callable[[_Case, _Grade], None]]:
+    """Register a grader that may set the grade's rule to one of ``names``."""
+    rules = tuple(answer_rule(n) for n in names)
+
+    def register(grader: Callable[[_Case, _Grade], None]) -> Callable[[_Case, _Grade], None]:
+        _GRADERS.append(_Grader(rules, grader))
+        return grader
+
+    return register
+
+
+_CONTAINS, _GT_COVERAGE, _OVERLAP = (answer_rule(n) for n in ("contains", "gt_coverage", "overlap"))
+_KEYPOINTS, _KEY_FACTS, _POLAR_AGREES = (
+    answer_rule(n) for n in ("keypoints", "key_facts", "polar_agrees")
+)
+_HEDGED, _PARTIAL_ABSTENTION, _CANDIDATE_LIST = (
+    answer_rule(n) for n in ("hedged", "partial_abstention", "candidate_list")
+)
+
+
+def _grade(c: _Case) -> Judgement:
+    grade = _Grade(AnswerLabel.INCORRECT, [], _OVERLAP)
+    for grader in _GRADERS:
+        grader.run(c, grade)
+    return _judgement(c.example, grade.label, "; ".join(grade.reasons), grade.rule.name)
+
+
+@_grades("contains", "gt_coverage", "overlap")
+def _grade_overlap(c: _Case, g: _Grade) -> None:
+    """Completeness and overlap."""
+    facts, config = c.facts, c.config
     if facts.contained:
-        label = AnswerLabel.CORRECT
-        reasons.append("contains the ground truth")
-        rule = "contains"
-    elif view.verbose and all(coverage.covered):
+        g.label = AnswerLabel.CORRECT
+        g.reasons.append("contains the ground truth")
+        g.rule = _CONTAINS
+    elif c.view.verbose and all(c.coverage.covered):
         # a reasoning answer is long: its precision says nothing, its coverage does
-        label = AnswerLabel.CORRECT
-        reasons.append(f"states all {len(coverage.units)} ground-truth statement(s)")
-        rule = "gt_coverage"
+        g.label = AnswerLabel.CORRECT
+        g.reasons.append(f"states all {len(c.coverage.units)} ground-truth statement(s)")
+        g.rule = _GT_COVERAGE
     elif (facts.f1 >= config.correct_f1 and facts.recall >= 0.5) or facts.recall >= 0.8:
-        label = AnswerLabel.CORRECT
-        reasons.append(f"token F1 {facts.f1:.2f}, recall {facts.recall:.2f}")
+        g.label = AnswerLabel.CORRECT
+        g.reasons.append(f"token F1 {facts.f1:.2f}, recall {facts.recall:.2f}")
     elif facts.f1 >= config.possible_f1 or facts.recall >= 0.5:
-        label = AnswerLabel.POSSIBLE_CORRECT
-        reasons.append(f"partial overlap: token F1 {facts.f1:.2f}, recall {facts.recall:.2f}")
+        g.label = AnswerLabel.POSSIBLE_CORRECT
+        g.reasons.append(f"partial overlap: token F1 {facts.f1:.2f}, recall {facts.recall:.2f}")
     else:
-        label = AnswerLabel.INCORRECT
-        reasons.append(f"little overlap: token F1 {facts.f1:.2f}, recall {facts.recall:.2f}")
-    # half the keypoints, or the direct answer (the first) without most of the rest:
-    # incorrect, but a partial answer all the same
-    half_said = False
+        g.label = AnswerLabel.INCORRECT
+        g.reasons.append(f"little overlap: token F1 {facts.f1:.2f}, recall {facts.recall:.2f}")
+
+
+@_grades("keypoints", "gt_coverage")
+def _grade_coverage(c: _Case, g: _Grade) -> None:
+    """The dataset's keypoints, else the ground truth's statements."""
+    facts, coverage = c.facts, c.coverage
     if facts.keypoint_coverage is not None and not facts.contained:
         kp = facts.keypoint_coverage
         kp_label = (
@@ -1716,104 +2012,161 @@ def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Ju
             # every ground-truth statement is made; a keypoint worded otherwise ("冷库事故"
             # for "制冷设备故障造成货损") is no gap
             kp_label = AnswerLabel.CORRECT
-            reasons.append(f"states all {len(coverage.units)} ground-truth statements")
-        reasons.append(f"keypoints covered {kp:.2f}")
-        label = kp_label
-        rule = "keypoints"
-        half_said = kp_label is AnswerLabel.INCORRECT and (
-            kp >= 0.5 or (bool(facts.first_keypoint) and len(example.keypoints) >= 3 and kp >= 0.25)
+            g.reasons.append(f"states all {len(coverage.units)} ground-truth statements")
+        g.reasons.append(f"keypoints covered {kp:.2f}")
+        g.label = kp_label
+        g.rule = _KEYPOINTS
+        g.half_said = kp_label is AnswerLabel.INCORRECT and (
+            kp >= 0.5
+            or (bool(facts.first_keypoint) and len(c.example.keypoints) >= 3 and kp >= 0.25)
         )
     elif len(coverage.units) >= 2 and not facts.contained:
         # a long-form ground truth: how many of its statements the answer makes
         share = coverage.share or 0.0
         n_cov, n = sum(coverage.covered), len(coverage.units)
         if share < _PARTIAL_COVERAGE and not (coverage.covered[0] and n >= 3 and share >= 0.25):
-            label = AnswerLabel.INCORRECT
-            reasons.append(f"covers {n_cov}/{n} ground-truth statements")
-            rule = "gt_coverage"
+            g.label = AnswerLabel.INCORRECT
+            g.reasons.append(f"covers {n_cov}/{n} ground-truth statements")
+            g.rule = _GT_COVERAGE
         elif share < _FULL_COVERAGE:
             # the direct answer (the first statement) or some of the rest: partial
-            label = AnswerLabel.POSSIBLE_CORRECT
-            reasons.append(f"covers {n_cov}/{n} ground-truth statements")
-            rule = "gt_coverage"
-        elif share >= _FULL_COVERAGE and label is not AnswerLabel.CORRECT:
-            label = AnswerLabel.CORRECT
-            reasons.append(f"covers {n_cov}/{n} ground-truth statements")
-            rule = "gt_coverage"
-    # key facts: numbers and dates always, names for short ground truths (not the names
-    # the question already gives)
-    # (a ground truth of several statements was judged statement by statement above,
-    # each statement with all its numbers)
+            g.label = AnswerLabel.POSSIBLE_CORRECT
+            g.reasons.append(f"covers {n_cov}/{n} ground-truth statements")
+            g.rule = _GT_COVERAGE
+        elif share >= _FULL_COVERAGE and g.label is not AnswerLabel.CORRECT:
+            g.label = AnswerLabel.CORRECT
+            g.reasons.append(f"covers {n_cov}/{n} ground-truth statements")
+            g.rule = _GT_COVERAGE
+
+
+@_grades("key_facts")
+def _grade_key_facts(c: _Case, g: _Grade) -> None:
+    """Key facts: numbers and dates always, names for short ground truths (not the names
+    the question already gives). A ground truth of several statements was judged
+    statement by statement above, each statement with all its numbers."""
+    facts, ans, gt, query = c.facts, c.ans, c.gt, c.example.query
     n_names = len(facts.gt_names) if facts.gt_tokens <= _NAMES_MAX_TOKENS else 0
-    statements = len(coverage.units) >= 2 and facts.keypoint_coverage is None
+    statements = len(c.coverage.units) >= 2 and facts.keypoint_coverage is None
     # keypoints, when the dataset gives them, say which facts are asked: an answer that
     # states all of them need not repeat the ground truth's other details ("In 1974,
     # from Guam." without "four buffalo … University of Florida")
     all_points = facts.keypoint_coverage is not None and facts.keypoint_coverage >= 1.0
     n_facts = len(facts.gt_values) + n_names if not (statements or all_points) else 0
-    if n_facts:
-        hit = facts.values_hit + (facts.names_hit if n_names else 0)
-        share = hit / n_facts
-        # most of the wording but half the facts is partial; little of both is wrong
-        # (so is an answer that states most of the dataset's keypoints)
-        strong = facts.contained or facts.recall >= 0.8 or (facts.keypoint_coverage or 0.0) >= 0.8
-        # half the facts, none of them wrong, is a partial answer; a name of its own in
-        # place of the ground truth's ("Urban Solutions" for "Green Energy Power") is not
-        # (nor is one that leaves a whole entity of the question unnamed: "What sentences
-        # did Cooper and Nelson get?" answered for Cooper alone)
-        half = (
-            share >= 0.5
-            and not (n_names and facts.names_hit < n_names and _rival_names(ans, gt, example.query))
-            and all(
-                mentions_part(p, ans) for p in question_parts(example.query) if p.kind == "entity"
-            )
+    if not n_facts:
+        return
+    hit = facts.values_hit + (facts.names_hit if n_names else 0)
+    share = hit / n_facts
+    # most of the wording but half the facts is partial; little of both is wrong
+    # (so is an answer that states most of the dataset's keypoints)
+    strong = facts.contained or facts.recall >= 0.8 or (facts.keypoint_coverage or 0.0) >= 0.8
+    # half the facts, none of them wrong, is a partial answer; a name of its own in
+    # place of the ground truth's ("Urban Solutions" for "Green Energy Power") is not
+    # (nor is one that leaves a whole entity of the question unnamed: "What sentences
+    # did Cooper and Nelson get?" answered for Cooper alone)
+    half = (
+        share >= 0.5
+        and not (n_names and facts.names_hit < n_names and _rival_names(ans, gt, query))
+        and all(mentions_part(p, ans) for p in question_parts(query) if p.kind == "entity")
+    )
+    if n_facts >= 2 and share <= 0.5 and g.label is not AnswerLabel.INCORRECT:
+        g.label = AnswerLabel.POSSIBLE_CORRECT if strong or half else AnswerLabel.INCORRECT
+        g.reasons.append(f"only {hit}/{n_facts} key facts (numbers, dates, names) present")
+        g.rule = _KEY_FACTS
+    elif (
+        share < 1.0
+        and g.label is AnswerLabel.CORRECT
+        # a name spelled otherwise ("King Louis XV" / "Louis XV") in an answer that
+        # states every number and key point is no missing fact
+        and not (
+            facts.values_hit == len(facts.gt_values)
+            and share >= 0.75
+            and (facts.keypoint_coverage or 0.0) >= 0.8
         )
-        if n_facts >= 2 and share <= 0.5 and label is not AnswerLabel.INCORRECT:
-            label = AnswerLabel.POSSIBLE_CORRECT if strong or half else AnswerLabel.INCORRECT
-            reasons.append(f"only {hit}/{n_facts} key facts (numbers, dates, names) present")
-            rule = "key_facts"
-        elif (
-            share < 1.0
-            and label is AnswerLabel.CORRECT
-            # a name spelled otherwise ("King Louis XV" / "Louis XV") in an answer that
-            # states every number and key point is no missing fact
-            and not (
-                facts.values_hit == len(facts.gt_values)
-                and share >= 0.75
-                and (facts.keypoint_coverage or 0.0) >= 0.8
-            )
-        ):
-            label = AnswerLabel.POSSIBLE_CORRECT
-            reasons.append(f"{hit}/{n_facts} key facts present")
-            rule = "key_facts"
-    if label is not AnswerLabel.CORRECT and _polar_agrees(example, view):
-        label = AnswerLabel.CORRECT
-        reasons.append("answers the yes/no question as the ground truth does, adding nothing else")
-        rule = "polar_agrees"
-    if label is AnswerLabel.CORRECT and (
-        (view.final_declines and _declines_the_question(view, example.query))
-        or _hedges(view.final, gt)
     ):
-        label = AnswerLabel.POSSIBLE_CORRECT
-        reasons.append("hedged")
-        rule = "hedged"
-    # an incomplete answer that declines the rest ("The passage does not say who wrote
-    # the song"): the part it declines is one the ground truth answers
+        g.label = AnswerLabel.POSSIBLE_CORRECT
+        g.reasons.append(f"{hit}/{n_facts} key facts present")
+        g.rule = _KEY_FACTS
+
+
+@_grades("polar_agrees")
+def _grade_polar_agrees(c: _Case, g: _Grade) -> None:
+    if g.label is not AnswerLabel.CORRECT and _polar_agrees(c.example, c.view):
+        g.label = AnswerLabel.CORRECT
+        g.reasons.append(
+            "answers the yes/no question as the ground truth does, adding nothing else"
+        )
+        g.rule = _POLAR_AGREES
+
+
+@_grades("hedged")
+def _grade_hedged(c: _Case, g: _Grade) -> None:
+    view = c.view
+    if g.label is AnswerLabel.CORRECT and (
+        (view.final_declines and _declines_the_question(view, c.example.query))
+        or _hedges(view.final, c.gt)
+    ):
+        g.label = AnswerLabel.POSSIBLE_CORRECT
+        g.reasons.append("hedged")
+        g.rule = _HEDGED
+
+
+@_grades("partial_abstention")
+def _grade_declines_the_rest(c: _Case, g: _Grade) -> None:
+    """An incomplete answer that declines the rest ("The passage does not say who wrote
+    the song"): the part it declines is one the ground truth answers."""
+    view = c.view
     if (
-        (label is AnswerLabel.POSSIBLE_CORRECT or half_said)
+        (g.label is AnswerLabel.POSSIBLE_CORRECT or g.half_said)
         and view.declining_clauses
-        and rule != "hedged"
+        and g.rule is not _HEDGED
     ):
-        label = AnswerLabel.INCORRECT
-        reasons.append(f"declines the rest: {view.declining_clauses[0][:80]!r}")
-        rule = "partial_abstention"
-    # a list of candidates is not an answer: the right date among several others
-    # ("in November 2017, August 2019, ... and December 2021") commits to none of them
-    if label is AnswerLabel.CORRECT and 0 < len(values.gt) <= 2 and values.listed >= 3:
-        label = AnswerLabel.POSSIBLE_CORRECT
-        reasons.append(f"the ground truth's value is one of {values.listed} listed")
-        rule = "candidate_list"
-    return _judgement(example, label, "; ".join(reasons), rule)
+        g.label = AnswerLabel.INCORRECT
+        g.reasons.append(f"declines the rest: {view.declining_clauses[0][:80]!r}")
+        g.rule = _PARTIAL_ABSTENTION
+
+
+@_grades("candidate_list")
+def _grade_candidate_list(c: _Case, g: _Grade) -> None:
+    """A list of candidates is not an answer: the right date among several others ("in
+    November 2017, August 2019, ... and December 2021") commits to none of them."""
+    values = c.values
+    if g.label is AnswerLabel.CORRECT and 0 < len(values.gt) <= 2 and values.listed >= 3:
+        g.label = AnswerLabel.POSSIBLE_CORRECT
+        g.reasons.append(f"the ground truth's value is one of {values.listed} listed")
+        g.rule = _CANDIDATE_LIST
+
+
+def _check_registration() -> None:
+    """Every declared rule has a check or grader, none names an undeclared one, and the
+    rules first decide in the registry's order."""
+    first: list[str] = []
+    for named in [*(ch.rule for ch in _CHECKS), *(r for gr in _GRADERS for r in gr.rules)]:
+        if named is not None and named.name not in first:
+            first.append(named.name)
+    declared = [r.name for r in RULES]
+    if first != declared:
+        raise RuntimeError(
+            "answer_eval: the checks' rules differ from the registry's order "
+            f"(ragtriage.diagnosis.rules.RULES): checks {first}, registry {declared}"
+        )
+
+
+_check_registration()
+
+#: the checks in evaluation order, the grade last
+_STEPS: tuple[Callable[[_Case], Judgement | None], ...] = tuple(ch.run for ch in _CHECKS)
+
+
+def evaluate_rules(example: Example, answer: str, config: DiagnosisConfig) -> Judgement:
+    """The offline judge: the checks of :data:`ragtriage.diagnosis.rules.RULES` in order,
+    the first that decides gives the verdict; else the grade. See the module docstring
+    and docs/method.md for the rules."""
+    c = _Case(example, answer, config)
+    for step in _STEPS:
+        found = step(c)
+        if found is not None:
+            return found
+    return _grade(c)
 
 
 #: epistemic hedges: the answer doubts the fact itself ("probably", "I think", "可能").

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Final, TypeGuard
 
 from ragtriage.config import DiagnosisConfig
+from ragtriage.diagnosis.rules import RULES
 from ragtriage.diagnosis.stage import gt_flow
 from ragtriage.errors import InputError
 from ragtriage.records import Diagnosis, Trace
@@ -53,12 +54,14 @@ __all__ = [
     "confidence_features",
     "default_table",
     "diagnosis_confidence",
+    "rule_weights",
     "with_confidence",
 ]
 
 TABLE_FILE: Final = "confidence_table.json"
 GROUPS: Final = ("failing", "not_failing")
 _UNDETERMINED_VOTE = "undetermined"
+_RULE_FEATURE = "rule="
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +142,19 @@ def default_table() -> ConfidenceTable:
     return ConfidenceTable.from_dict(json.loads(text), path=TABLE_FILE)
 
 
+def rule_weights(table: ConfidenceTable) -> dict[str, tuple[str, ...]]:
+    """The answer rules a table weighs: rule name -> the groups with a ``rule=<name>``
+    weight, for every rule of the table and every declared rule
+    (:data:`ragtriage.diagnosis.rules.RULES`; ``()`` for a declared rule without one)."""
+    out: dict[str, tuple[str, ...]] = {r.name: () for r in RULES}
+    for group, model in table.groups.items():
+        for feature in model.weights:
+            if feature.startswith(_RULE_FEATURE):
+                name = feature[len(_RULE_FEATURE) :]
+                out[name] = (*out.get(name, ()), group)
+    return out
+
+
 def _vote_margin(diagnosis: Diagnosis) -> float | None:
     if not diagnosis.votes:
         return None
@@ -159,7 +175,7 @@ def confidence_features(
     cfg = config if config is not None else DiagnosisConfig()
     x: dict[str, float] = {f"label={d.answer_label.value}": 1.0}
     if d.answer_rule:
-        x[f"rule={d.answer_rule}"] = 1.0
+        x[f"{_RULE_FEATURE}{d.answer_rule}"] = 1.0
     if d.judge == "llm":
         x["judge=llm"] = 1.0
     if not d.needs_diagnosis:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis.answer_eval import gt_coverage, missing_facts, states_keypoint
+from ragtriage.diagnosis.rules import UNSEEN_FACT
 from ragtriage.diagnosis.stage import GTFlow, StageCall
 from ragtriage.records import Stage, Trace
 
@@ -30,17 +31,9 @@ __all__ = ["stage_from_declined"]
 
 #: answer-evaluation rules for an answer that lacks a ground-truth fact: it declines it
 #: (partial abstention) or puts another value in its place -- either way, a generator that
-#: never saw the fact's evidence could not have stated it
-_UNSEEN_RULES = frozenset(
-    {
-        "partial_abstention",
-        "value_conflict",
-        "impossible_date",
-        "entity_value",
-        "slot_conflict",
-        "keypoint_replaced",
-    }
-)
+#: never saw the fact's evidence could not have stated it (``AnswerRule.unseen_fact``, see
+#: diagnosis/rules.py)
+_UNSEEN_RULES = UNSEEN_FACT
 
 
 def _holds(fact: str, text: str, *, keypoint: bool) -> bool:

@@ -28,18 +28,22 @@ A :class:`Judges` bundle holds one implementation per step; the strategies
 ``Diagnoser(..., judges=factory)`` to plug in another judge (a critic model, a metric)
 for any step, e.g. ``lambda calls: replace(rules_judges(cfg), types=MyTypeJudge())``.
 The single-step and stage-sequential judges receive the strategy's environment, so the
-rules versions use the bundle's own ground-truth, concept and type judges.
+rules versions use the bundle's own ground-truth, concept and type judges (the type
+scores they weigh come from a type judge that offers them, :class:`ScoredTypeJudge`, as
+the rules one does). This module does not import the strategies; both build on
+:mod:`ragtriage.diagnosis._attribution`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, replace
+from typing import Protocol, runtime_checkable
 
 from ragtriage.config import DiagnosisConfig
+from ragtriage.diagnosis._attribution import Attribution, case_context, gt_evidence, without_gt
 from ragtriage.diagnosis._calls import LLMCalls
-from ragtriage.diagnosis._context import CaseContext
+from ragtriage.diagnosis._context import CaseContext, TypeEvidence
 from ragtriage.diagnosis.answer_eval import evaluate_llm, evaluate_rules
 from ragtriage.diagnosis.concepts import (
     ConceptCoverage,
@@ -47,35 +51,43 @@ from ragtriage.diagnosis.concepts import (
     rules_concept_coverage,
 )
 from ragtriage.diagnosis.gt_chunks import GTChunks, determine_gt_chunks
-from ragtriage.diagnosis.strategies import (
-    Attribution,
-    CostOptions,
-    LLMSingleStep,
-    LLMStageSequential,
-    RulesSingleStep,
-    RulesStageSequential,
-    StrategyEnv,
+from ragtriage.diagnosis.stage import GTFlow, gt_flow
+from ragtriage.diagnosis.types_llm import (
+    llm_type_votes,
+    parse_stage_check,
+    parse_votes,
+    single_step,
+    stage_check,
+    stage_prompt,
 )
-from ragtriage.diagnosis.types_llm import llm_type_votes
-from ragtriage.diagnosis.types_rules import rule_type_votes
-from ragtriage.records import AnswerLabel, Judgement, Trace, Vote
+from ragtriage.diagnosis.types_rules import rule_type_evidence, rule_type_votes
+from ragtriage.diagnosis.votes import UNDETERMINED, apportion_votes, summarize_votes
+from ragtriage.records import AnswerLabel, ErrorType, Judgement, Stage, Trace, Vote, types_of_stage
 
 __all__ = [
+    "PAPER_PROTOCOL",
     "AnswerJudge",
     "ConceptJudge",
+    "CostOptions",
     "GTChunkJudge",
     "Judges",
     "JudgesFactory",
     "LLMAnswerJudge",
     "LLMConcepts",
     "LLMGTChunks",
+    "LLMSingleStep",
+    "LLMStageSequential",
     "LLMTypeJudge",
     "RulesAnswerJudge",
     "RulesConcepts",
     "RulesGTChunks",
+    "RulesSingleStep",
+    "RulesStageSequential",
     "RulesTypeJudge",
+    "ScoredTypeJudge",
     "SingleStepJudge",
     "StageSequentialJudge",
+    "StrategyEnv",
     "TypeJudge",
     "llm_judges",
     "rules_judges",
@@ -112,6 +124,16 @@ class TypeJudge(Protocol):
     async def type_votes(self, ctx: CaseContext, k: int) -> tuple[list[Vote], list[str]]: ...
 
 
+@runtime_checkable
+class ScoredTypeJudge(Protocol):
+    """A type judge that also scores the types of ``ctx.stage`` its tests find, strongest
+    first (the rules single-step pools these scores; the rules stage-sequential asks
+    whether a stage's tests fire). A bundle whose type judge only votes leaves those two
+    to the rules type tests (:func:`~ragtriage.diagnosis.types_rules.rule_type_evidence`)."""
+
+    def type_evidence(self, ctx: CaseContext) -> list[TypeEvidence]: ...
+
+
 class SingleStepJudge(Protocol):
     """Single-step (B.4.1): stage and votes from one judgement over all 16 types."""
 
@@ -145,6 +167,34 @@ class Judges:
 JudgesFactory = Callable[[LLMCalls | None], Judges]
 
 
+@dataclass(frozen=True, slots=True)
+class StrategyEnv:
+    """What a strategy needs besides the trace: the thresholds and one judge per step."""
+
+    config: DiagnosisConfig
+    judges: Judges
+    #: the answer-evaluation rule that failed the answer (rules judge; type tests read it)
+    answer_rule: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CostOptions:
+    """Cost savers of the LLM judge; all off reproduces the paper's protocol.
+
+    ``n_sampling``: one ``n=K`` request per vote round instead of K requests;
+    ``batch_concepts``: one containment call for all concepts instead of one each;
+    ``gt_from_data``: take GT chunks from the dataset or references when they exist
+    instead of asking the LLM.
+    """
+
+    n_sampling: bool = True
+    batch_concepts: bool = True
+    gt_from_data: bool = True
+
+
+PAPER_PROTOCOL = CostOptions(n_sampling=False, batch_concepts=False, gt_from_data=False)
+
+
 # -- rules ----------------------------------------------------------------------------
 
 
@@ -176,6 +226,148 @@ class RulesConcepts:
 class RulesTypeJudge:
     async def type_votes(self, ctx: CaseContext, k: int) -> tuple[list[Vote], list[str]]:
         return rule_type_votes(ctx, k)
+
+    def type_evidence(self, ctx: CaseContext) -> list[TypeEvidence]:
+        return rule_type_evidence(ctx)
+
+
+def _type_evidence(judges: Judges) -> Callable[[CaseContext], list[TypeEvidence]]:
+    """The bundle's type scores (:class:`ScoredTypeJudge`), else the rules type tests'."""
+    types = judges.types
+    return types.type_evidence if isinstance(types, ScoredTypeJudge) else rule_type_evidence
+
+
+#: stage-sequential (rules): a stage "has an error" when one of its tests scores this much
+_FIRES = 0.5
+_FORWARD = (Stage.CHUNKING, Stage.RETRIEVAL, Stage.RERANKING)
+#: single-step (rules): generation scores are multiplied by this when at most half of
+#: the GT chunks reached the generator
+_GEN_DAMP = 0.7
+
+
+def _stage_can_fail(stage: Stage, flow: GTFlow) -> bool:
+    """Whether the GT chunks' path leaves room for ``stage`` to be at fault (rules
+    single-step and stage-sequential): chunking and retrieval only when some GT chunk
+    was not retrieved, reranking only when a retrieved GT chunk was not forwarded to the
+    generator; none of the three without GT chunks. Generation can always fail. Without
+    this gate a test that merely describes the pipeline (small chunks, a same-document
+    head of the list) would blame a stage that delivered everything."""
+    if stage is Stage.GENERATION:
+        return True
+    if not flow.gt_ids:
+        return False
+    if stage is Stage.RERANKING:
+        return bool(flow.not_forwarded)
+    return len(flow.retrieved) < len(flow.gt_ids)
+
+
+def _pooled_scores(
+    ctxs: Sequence[CaseContext], evidence: Callable[[CaseContext], list[TypeEvidence]]
+) -> tuple[dict[ErrorType, float], list[str]]:
+    scores: dict[ErrorType, float] = {}
+    lines: list[str] = []
+    for ctx in ctxs:
+        flow = gt_flow(ctx.trace, ctx.gt_chunk_ids)
+        if not _stage_can_fail(ctx.stage, flow):
+            continue
+        # a generator that never saw most of the GT chunks is a less likely root cause:
+        # its tests (answer vs context vs ground truth) are damped, not dropped
+        share = flow.context_share
+        damp = (
+            _GEN_DAMP
+            if ctx.stage is Stage.GENERATION and share is not None and share <= 0.5
+            else 1.0
+        )
+        for ev in evidence(ctx):
+            score = ev.score * damp
+            if score > scores.get(ev.error_type, 0.0):
+                scores[ev.error_type] = score
+            lines.append(f"{ev.error_type} ({score:.2f}): {ev.evidence}")
+    return scores, lines
+
+
+def _by_mode(
+    votes: tuple[Vote, ...],
+    evidence: list[str],
+    gt: GTChunks | None,
+    cov: ConceptCoverage | None,
+) -> Attribution:
+    """Single-step: the stage is implicit, the stage of the modal type."""
+    summary = summarize_votes(votes)
+    if summary.mode is None:
+        return Attribution(
+            None,
+            "type_classification: no readable type among the single-step votes",
+            votes,
+            tuple(evidence),
+            gt,
+            cov,
+        )
+    reason = f"single-step: stage of the modal type {summary.mode} ({summary.mode.title})"
+    return Attribution(summary.mode.stage, reason, votes, tuple(evidence), gt, cov)
+
+
+@dataclass(frozen=True, slots=True)
+class RulesSingleStep:
+    """The type tests of every stage that can have failed, pooled (the bundle's GT
+    chunks, concepts and type scores feed them); votes in proportion to the pooled
+    scores."""
+
+    async def single_step(self, env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribution:
+        cfg = env.config
+        gt = await env.judges.gt_chunks.ground_truth_chunks(trace)
+        missing = without_gt(trace, gt)
+        if missing is not None:
+            return missing
+        cov = await env.judges.concepts.concept_coverage(trace, gt.ids)
+        base = case_context(trace, Stage.GENERATION, label, gt, cov, cfg, env.answer_rule)
+        scores, lines = _pooled_scores(
+            [replace(base, stage=s) for s in Stage], _type_evidence(env.judges)
+        )
+        votes = apportion_votes(scores, cfg.k)
+        return _by_mode(tuple(votes), [*gt_evidence(gt, cov), *lines], gt, cov)
+
+
+@dataclass(frozen=True, slots=True)
+class RulesStageSequential:
+    """The first stage (chunking → retrieval → reranking) that can have failed and whose
+    type tests fire (the bundle's type scores); generation by elimination. Votes from
+    the bundle's type judge."""
+
+    async def stage_sequential(
+        self, env: StrategyEnv, trace: Trace, label: AnswerLabel
+    ) -> Attribution:
+        cfg = env.config
+        judges = env.judges
+        gt = await judges.gt_chunks.ground_truth_chunks(trace)
+        missing = without_gt(trace, gt)
+        if missing is not None:
+            return missing
+        cov = await judges.concepts.concept_coverage(trace, gt.ids)
+        base = case_context(trace, Stage.GENERATION, label, gt, cov, cfg, env.answer_rule)
+        evidence = gt_evidence(gt, cov)
+        flow = gt_flow(trace, gt.ids)
+        type_evidence = _type_evidence(judges)
+        for stage in _FORWARD:
+            if not _stage_can_fail(stage, flow):
+                evidence.append(
+                    f"stage-sequential: {stage.value} delivered every GT chunk; not tested"
+                )
+                continue
+            ctx = replace(base, stage=stage)
+            fired = [e for e in type_evidence(ctx) if e.score >= _FIRES]
+            if fired:
+                votes, more = await judges.types.type_votes(ctx, cfg.k)
+                best = max(fired, key=lambda e: e.score)
+                reason = (
+                    f"stage-sequential: first stage whose tests fire ({best.error_type} "
+                    f"{best.score:.2f}: {best.evidence})"
+                )
+                return Attribution(stage, reason, tuple(votes), (*evidence, *more), gt, cov)
+            evidence.append(f"stage-sequential: no {stage.value} test fired")
+        votes, more = await judges.types.type_votes(base, cfg.k)
+        reason = "stage-sequential: no earlier stage's tests fired; generation by elimination"
+        return Attribution(Stage.GENERATION, reason, tuple(votes), (*evidence, *more), gt, cov)
 
 
 def rules_judges(config: DiagnosisConfig) -> Judges:
@@ -240,6 +432,70 @@ class LLMTypeJudge:
 
     async def type_votes(self, ctx: CaseContext, k: int) -> tuple[list[Vote], list[str]]:
         return await llm_type_votes(ctx, k, self.calls)
+
+
+@dataclass(frozen=True, slots=True)
+class LLMSingleStep:
+    """K samples of one prompt over all 16 types with all the context."""
+
+    calls: LLMCalls
+
+    async def single_step(self, env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribution:
+        texts, failures = await self.calls.samples(
+            single_step(trace), env.config.k, purpose="type_single_step"
+        )
+        votes = parse_votes(texts, list(ErrorType))
+        evidence = []
+        if failures:
+            evidence.append(f"LLM type judge: request failed: {failures[0].reason}")
+        return _by_mode(tuple(votes), evidence, None, None)
+
+
+@dataclass(frozen=True, slots=True)
+class LLMStageSequential:
+    """K samples per forward stage asking "is there an error here?"; the first stage
+    where typed samples outnumber "no error" wins, generation by elimination."""
+
+    calls: LLMCalls
+
+    async def stage_sequential(
+        self, env: StrategyEnv, trace: Trace, label: AnswerLabel
+    ) -> Attribution:
+        cfg = env.config
+        calls = self.calls
+        evidence: list[str] = []
+        for stage in _FORWARD:
+            texts, failures = await calls.samples(
+                stage_check(trace, stage), cfg.k, purpose=f"stage_check_{stage.value}"
+            )
+            votes, no_error = parse_stage_check(texts, types_of_stage(stage))
+            typed = sum(1 for v in votes if v != UNDETERMINED)
+            unreadable = len(votes) - no_error - typed
+            if failures:
+                evidence.append(
+                    f"stage-sequential {stage.value}: request failed: {failures[0].reason}"
+                )
+            if typed > no_error:
+                reason = (
+                    f"stage-sequential: {typed}/{len(votes)} samples found a {stage.value} "
+                    f"error ({no_error} saw none, {unreadable} unreadable)"
+                )
+                if no_error:
+                    evidence.append(
+                        f"{no_error} 'no error' sample(s) recorded as undetermined votes"
+                    )
+                return Attribution(stage, reason, tuple(votes), tuple(evidence))
+            evidence.append(
+                f"stage-sequential {stage.value}: {no_error} no-error, {typed} typed, "
+                f"{unreadable} unreadable sample(s)"
+            )
+        ctx = case_context(trace, Stage.GENERATION, label, None, None, None, env.answer_rule)
+        texts, failures = await calls.samples(stage_prompt(ctx), cfg.k, purpose="type_generation")
+        votes = parse_votes(texts, types_of_stage(Stage.GENERATION))
+        if failures:
+            evidence.append(f"LLM type judge: request failed: {failures[0].reason}")
+        reason = "stage-sequential: no earlier stage judged at fault; generation by elimination"
+        return Attribution(Stage.GENERATION, reason, tuple(votes), tuple(evidence))
 
 
 def llm_judges(config: DiagnosisConfig, calls: LLMCalls, options: CostOptions) -> Judges:

@@ -32,8 +32,14 @@ from typing import Final
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis._calls import LLMCalls
 from ragtriage.diagnosis._context import CaseContext
-from ragtriage.diagnosis.judges import Judges, JudgesFactory, TypeJudge, llm_judges, rules_judges
-from ragtriage.diagnosis.strategies import CostOptions
+from ragtriage.diagnosis.judges import (
+    CostOptions,
+    Judges,
+    JudgesFactory,
+    TypeJudge,
+    llm_judges,
+    rules_judges,
+)
 from ragtriage.diagnosis.votes import apportion_votes
 from ragtriage.errors import InputError
 from ragtriage.records import ErrorType, Stage, Trace, Vote

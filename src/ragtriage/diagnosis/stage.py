@@ -34,14 +34,15 @@ are those that name it, or whose document names only that entity.
 
 Steps 1-2 need only chunk ids (:func:`gt_flow`, :func:`stage_from_flow`); step 3 needs
 the concept coverage, which may cost LLM calls, so it is a separate function
-(:func:`stage_from_coverage`). :func:`classify_stage` chains them for callers that
-already know the coverage. Everything here is pure.
+(:func:`stage_from_coverage`). The cascade that chains the steps, for the diagnoser and
+for callers that already know the coverage (``classify_stage``), is
+:data:`ragtriage.diagnosis.cascade.CASCADE`. Everything here is pure.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from statistics import median
 from typing import Literal
@@ -67,7 +68,7 @@ __all__ = [
     "StageCall",
     "before_split_reference",
     "chunk_shape_findings",
-    "classify_stage",
+    "chunks_by_doc",
     "gt_flow",
     "holding_chunks",
     "stage_from_chunk_shape",
@@ -479,13 +480,20 @@ def _tokens(text: str) -> int:
     return cjk + len(_RE_CJK.sub(" ", text).split())
 
 
-def _by_doc(chunks: Sequence[Chunk]) -> dict[str, list[Chunk]]:
+def chunks_by_doc(chunks: Iterable[Chunk]) -> dict[str, list[Chunk]]:
+    """``chunks`` grouped by document (documents in first-seen order), each group in
+    document order: by start offset, then index (the cascade and the type tests read
+    the same order)."""
     groups: dict[str, list[Chunk]] = {}
     for c in chunks:
         groups.setdefault(c.doc_id, []).append(c)
     for g in groups.values():
-        g.sort(key=lambda c: (c.start, c.index))
+        g.sort(key=_place)
     return groups
+
+
+def _place(c: Chunk) -> tuple[int, int]:
+    return c.start, c.index
 
 
 def _reference_span(text: str, ref: str) -> tuple[int, int] | None:
@@ -521,7 +529,7 @@ def chunk_shape_findings(
     gt = set(gt_ids)
     retrieved = {h.chunk_id for h in trace.retrieved}
     reached = set(trace.context)
-    groups = _by_doc(trace.gt_doc_chunks)
+    groups = chunks_by_doc(trace.gt_doc_chunks)
     out: list[ChunkShapeFinding] = []
 
     # (a) a reference cut into small pieces, not all of which were retrieved
@@ -646,22 +654,3 @@ def before_split_reference(
     if call is not None and call.stage in (Stage.RERANKING, Stage.RETRIEVAL):
         return stage_from_split_reference(trace, flow, config) or call
     return call
-
-
-def classify_stage(
-    trace: Trace,
-    gt_ids: Sequence[str],
-    coverage: float | None,
-    n_concepts: int,
-    config: DiagnosisConfig,
-) -> StageCall:
-    """The whole backward cascade for a known concept coverage."""
-    flow = gt_flow(trace, gt_ids)
-    early = (
-        stage_from_references(trace, flow, config)
-        or stage_from_parts(trace, gt_ids)
-        or before_split_reference(trace, flow, config, stage_from_flow(flow, config))
-        or stage_from_chunk_shape(trace, flow, config)
-        or stage_from_depth(trace, flow, config)
-    )
-    return early if early is not None else stage_from_coverage(coverage, n_concepts, config)

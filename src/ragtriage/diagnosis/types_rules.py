@@ -61,7 +61,19 @@ from ragtriage.diagnosis.facts import (
     normalize,
     quantities_match,
 )
-from ragtriage.diagnosis.stage import chunk_shape_findings, stage_from_parts, starved_parts
+from ragtriage.diagnosis.rules import (
+    PICKS_AN_OPTION,
+    RULES,
+    WRONG_STATEMENT,
+    AnswerRule,
+    answer_rule,
+)
+from ragtriage.diagnosis.stage import (
+    chunk_shape_findings,
+    chunks_by_doc,
+    stage_from_parts,
+    starved_parts,
+)
 from ragtriage.groundtruth import locate_reference, reconstruct_text
 from ragtriage.records import AnswerLabel, Chunk, ErrorType, Stage, Vote, types_of_stage
 from ragtriage.text import count_tokens, split_sentences
@@ -229,15 +241,6 @@ class _Found:
 # =========================================================================== chunking
 
 
-def _doc_groups(chunks: Iterable[Chunk]) -> dict[str, list[Chunk]]:
-    groups: dict[str, list[Chunk]] = {}
-    for c in chunks:
-        groups.setdefault(c.doc_id, []).append(c)
-    for g in groups.values():
-        g.sort(key=lambda c: (c.index, c.start))
-    return groups
-
-
 _RE_SENT_END = lazy_compile(r"[.!?]+(?=\s)|[。！？；]+|\n+")
 _RE_CJK_CHARS = lazy_compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 
@@ -286,7 +289,7 @@ def _chunking_tests(ctx: CaseContext, found: _Found) -> None:
     cmap = ctx.chunks
     gt = [cmap[i] for i in ctx.gt_chunk_ids if i in cmap]
     gt_ids = {c.chunk_id for c in gt}
-    groups = _doc_groups(trace.gt_doc_chunks or gt)
+    groups = chunks_by_doc(trace.gt_doc_chunks or gt)
     if not groups:
         return
 
@@ -391,7 +394,7 @@ def _chunking_tests(ctx: CaseContext, found: _Found) -> None:
 
     # ---- the answer needs several consecutive small chunks
     if len(gt) >= 3:
-        by_doc = _doc_groups(gt)
+        by_doc = chunks_by_doc(gt)
         for doc_id, doc_gt in by_doc.items():
             idx = [c.index for c in doc_gt]
             run = 1
@@ -1441,12 +1444,8 @@ def _gen_e12_parts(g: _Gen, found: _Found) -> None:
 
 
 #: answer-evaluation rules that fail an answer for stating something the ground truth
-#: contradicts (see answer_eval / answer_checks)
-_WRONG_STATEMENT_RULES = frozenset(
-    "value_conflict slot_conflict keypoint_replaced roles_swapped measures_swapped name_substituted fact_swap entity_value direction_flip opposite_term "
-    "numeral_conflict bound_conflict rank_conflict impossible_date count_conflict crossed_terms list_substitution ordinal_conflict "
-    "choice choice_time order".split()
-)
+#: contradicts (``AnswerRule.wrong_statement``, see diagnosis/rules.py)
+_WRONG_STATEMENT_RULES = WRONG_STATEMENT
 
 
 def _covers(answer: str, answer_terms: frozenset[str], part: str) -> bool:
@@ -1555,7 +1554,7 @@ def _gen_e13(g: _Gen, found: _Found) -> None:
             f"facts of the ground truth",
         )
         return
-    if g.ctx.answer_rule == "list_substitution":
+    if g.ctx.answer_rule == _LIST_SUBSTITUTION:
         # an item of its own in a list: from the context, the context misread (E13);
         # from nowhere, made up (E10)
         fill = g.a_new - g.g_terms
@@ -1569,7 +1568,7 @@ def _gen_e13(g: _Gen, found: _Found) -> None:
         if not from_context:
             found.add(E.E10, 0.8, "the item the answer lists in its place is in no context chunk")
         return
-    if g.ctx.answer_rule == "crossed_terms":
+    if g.ctx.answer_rule == _CROSSED_TERMS:
         found.add(
             E.E13,
             0.85,
@@ -1717,8 +1716,8 @@ def _gen_e14(g: _Gen, found: _Found) -> None:
 
 
 #: answer-evaluation rules of an answer that takes up the question's own comparison,
-#: order or yes/no
-_PICKS_AN_OPTION = frozenset({"choice", "choice_time", "order", "polar_conflict"})
+#: order or yes/no (``AnswerRule.picks_option``)
+_PICKS_AN_OPTION = PICKS_AN_OPTION
 
 
 def _gen_e15(g: _Gen, found: _Found) -> None:
@@ -2021,91 +2020,24 @@ def _gen_residual(g: _Gen, found: _Found) -> None:
 
 
 #: what the answer evaluation found, as generation-type evidence (issue #9): the rule
-#: that failed the answer names the kind of mistake (seed 000 §4.4 definitions)
-_ANSWER_RULE_TYPES: Mapping[str, tuple[ErrorType, float, str]] = MappingProxyType(
-    {
-        "order": (E.E15, 0.75, "the answer puts the ground truth's dated events in another order"),
-        "choice_time": (
-            E.E15,
-            0.7,
-            "the answer picks the other option of a comparison in time (earlier/later, longer)",
-        ),
-        "choice": (E.E16, 0.6, "the answer picks the other option of a comparison of amounts"),
-        "entity_value": (
-            E.E16,
-            0.7,
-            "the answer gives one entity another amount than the ground truth gives it",
-        ),
-        "partial_abstention": (
-            E.E12,
-            0.7,
-            "the answer declines a part of the question that the ground truth answers",
-        ),
-        "gt_coverage": (E.E12, 0.55, "the answer makes only some of the ground truth's statements"),
-        "slot_conflict": (
-            E.E13,
-            0.65,
-            "the answer fills one of the ground truth's slots with another name or number",
-        ),
-        "measures_swapped": (
-            E.E16,
-            0.7,
-            "the answer puts the ground truth's amounts behind each other's measure words",
-        ),
-        "roles_swapped": (
-            E.E13,
-            0.7,
-            "the answer gives one name of the ground truth another one's role (the context "
-            "misread)",
-        ),
-        "keypoint_replaced": (
-            E.E13,
-            0.7,
-            "the answer puts something else in a keypoint's place, between the ground truth's "
-            "own words around it",
-        ),
-        "direction_flip": (
-            E.E16,
-            0.6,
-            "the answer states a ground-truth amount with the opposite direction of change",
-        ),
-        "impossible_date": (
-            E.E16,
-            0.7,
-            "the answer states a date no calendar has where the ground truth gives a date",
-        ),
-        "rank_conflict": (
-            E.E13,
-            0.65,
-            "the answer gives a ranked superlative of the ground truth another rank",
-        ),
-        "bound_conflict": (
-            E.E16,
-            0.65,
-            "the answer states the ground truth's amount behind a bound that excludes it",
-        ),
-        "numeral_conflict": (
-            E.E16,
-            0.7,
-            "the answer gives a grade or stage another numeral than the ground truth",
-        ),
-        "opposite_term": (
-            E.E13,
-            0.7,
-            "the answer says the opposite of a ground-truth term about the same thing "
-            "(side, result, event)",
-        ),
-    }
+#: that failed the answer names the kind of mistake (seed 000 §4.4 definitions;
+#: ``AnswerRule.types`` and ``.hint``, see diagnosis/rules.py)
+_ANSWER_RULE_TYPES: Mapping[str, AnswerRule] = MappingProxyType(
+    {r.name: r for r in RULES if r.types}
 )
+_VALUE_CONFLICT = answer_rule("value_conflict").name
+_LIST_SUBSTITUTION = answer_rule("list_substitution").name
+_CROSSED_TERMS = answer_rule("crossed_terms").name
 
 
 def _gen_answer_rule(g: _Gen, ctx: CaseContext, found: _Found) -> None:
     """Evidence from the answer evaluation's deciding rule (when the rules judged it and
     the stage's context held the evidence, i.e. the stage is generation)."""
-    hint = _ANSWER_RULE_TYPES.get(ctx.answer_rule or "")
-    if hint is not None and g.answer.strip():
-        found.add(hint[0], hint[1], f"answer evaluation: {hint[2]}")
-    if ctx.answer_rule == "value_conflict" and g.g_quants and not g.abstain_full:
+    rule = _ANSWER_RULE_TYPES.get(ctx.answer_rule or "")
+    if rule is not None and g.answer.strip():
+        for error_type, score in rule.types:
+            found.add(error_type, score, f"answer evaluation: {rule.hint}")
+    if ctx.answer_rule == _VALUE_CONFLICT and g.g_quants and not g.abstain_full:
         # the answer failed on a number: one of its numbers, found in no source, stands
         # where the ground truth's is (a context figure of another aspect or entity is
         # for E13/E14 to weigh; dates are weighed by _gen_e15: value or chronology)

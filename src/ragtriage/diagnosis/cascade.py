@@ -1,0 +1,167 @@
+"""The backward stage cascade, declared once (seed 000, App. B.2.2-B.2.4, with the
+documented extensions).
+
+:data:`CASCADE` lists the steps in order; the first that makes a call decides. The ragec
+strategy runs it (measuring the concept coverage -- which may cost LLM calls -- only when
+the steps before :attr:`CascadeStep.after_concepts` decided nothing), and
+:func:`classify_stage` runs it for a coverage already known. The steps themselves live in
+:mod:`ragtriage.diagnosis.stage` and :mod:`ragtriage.diagnosis.declined`.
+
+| step | decides |
+|---|---|
+| references | generation: every located reference sentence was held whole by a chunk of the context (``reference_extension``) |
+| question parts | one entity's evidence never reached the generator (``entity_extension``): retrieval or reranking, chunking when it was cut from its subject or -- for a retrieval call -- the GT chunks' shape is at fault |
+| declined facts | the facts a partially abstaining (or wrongly valued) answer lacks never reached the generator (``entity_extension``): reranking or retrieval |
+| GT flow | B.2.2-B.2.3: generation when more than ``generator_gt_share`` of the GT chunks reached the generator (or there are none), reranking when one was retrieved and dropped |
+| chunk shape | over- or underchunking of GT chunks that were not retrieved (``chunking_extension``) |
+| depth | retrieval when no GT chunk was retrieved from a list of at most ``shallow_retrieval`` |
+| concept coverage | B.2.4: chunking below ``concept_coverage``, else retrieval |
+
+A reranking or retrieval call of the references, declined-facts or GT-flow steps gives way to
+chunking when a chunk boundary cut a reference apart and only part of it reached the
+generator (:func:`~ragtriage.diagnosis.stage.before_split_reference`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Final
+
+from ragtriage.config import DiagnosisConfig
+from ragtriage.diagnosis.declined import stage_from_declined
+from ragtriage.diagnosis.stage import (
+    GTFlow,
+    StageCall,
+    before_split_reference,
+    gt_flow,
+    stage_from_chunk_shape,
+    stage_from_coverage,
+    stage_from_depth,
+    stage_from_flow,
+    stage_from_parts,
+    stage_from_references,
+)
+from ragtriage.records import Stage, Trace
+
+__all__ = [
+    "CASCADE",
+    "CascadeCase",
+    "CascadeStep",
+    "cascade_call",
+    "classify_stage",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class CascadeCase:
+    """What the cascade's steps read about one failing example."""
+
+    trace: Trace
+    #: the GT chunk ids as found (``flow.gt_ids`` is the same without repeats)
+    gt_ids: tuple[str, ...]
+    flow: GTFlow
+    config: DiagnosisConfig
+    #: the answer-evaluation rule that failed the answer (the declined-facts step)
+    answer_rule: str | None = None
+    #: the concept coverage and the number of concepts scored (steps after the concepts)
+    coverage: float | None = None
+    n_concepts: int = 0
+
+    def with_concepts(self, coverage: float | None, n_concepts: int) -> CascadeCase:
+        return replace(self, coverage=coverage, n_concepts=n_concepts)
+
+
+@dataclass(frozen=True, slots=True)
+class CascadeStep:
+    """One step: a call, or ``None`` to go on."""
+
+    name: str
+    decide: Callable[[CascadeCase], StageCall | None]
+    #: the concept coverage is measured before this step (and reported whenever the
+    #: cascade gets this far)
+    after_concepts: bool = False
+
+
+def _references(c: CascadeCase) -> StageCall | None:
+    return stage_from_references(c.trace, c.flow, c.config)
+
+
+def _question_parts(c: CascadeCase) -> StageCall | None:
+    if not c.config.entity_extension:
+        return None
+    parts = stage_from_parts(c.trace, c.gt_ids)
+    if parts is not None and parts.stage is Stage.RETRIEVAL:
+        # the entity's evidence was never retrieved; if the GT chunks' shape is at fault
+        # (cut into small pieces, or oversized), chunking is the earlier cause
+        return stage_from_chunk_shape(c.trace, c.flow, c.config) or parts
+    return parts
+
+
+def _declined_facts(c: CascadeCase) -> StageCall | None:
+    declined = stage_from_declined(c.trace, c.flow, c.config, c.answer_rule)
+    return before_split_reference(c.trace, c.flow, c.config, declined)
+
+
+def _gt_flow(c: CascadeCase) -> StageCall | None:
+    return before_split_reference(c.trace, c.flow, c.config, stage_from_flow(c.flow, c.config))
+
+
+def _chunk_shape(c: CascadeCase) -> StageCall | None:
+    return stage_from_chunk_shape(c.trace, c.flow, c.config)
+
+
+def _depth(c: CascadeCase) -> StageCall | None:
+    return stage_from_depth(c.trace, c.flow, c.config)
+
+
+def _concept_coverage(c: CascadeCase) -> StageCall | None:
+    return stage_from_coverage(c.coverage, c.n_concepts, c.config)
+
+
+#: the steps in order (see the module table); the last always decides
+CASCADE: Final[tuple[CascadeStep, ...]] = (
+    CascadeStep("references", _references),
+    CascadeStep("question parts", _question_parts),
+    CascadeStep("declined facts", _declined_facts),
+    CascadeStep("GT flow", _gt_flow),
+    CascadeStep("chunk shape", _chunk_shape, after_concepts=True),
+    CascadeStep("depth", _depth, after_concepts=True),
+    CascadeStep("concept coverage", _concept_coverage, after_concepts=True),
+)
+
+_SPLIT = next(i for i, s in enumerate(CASCADE) if s.after_concepts)
+if any(not s.after_concepts for s in CASCADE[_SPLIT:]):
+    raise RuntimeError("cascade: the steps after the concepts must come last")
+#: the steps before the concept coverage is measured, and the rest
+BEFORE_CONCEPTS: Final = CASCADE[:_SPLIT]
+AFTER_CONCEPTS: Final = CASCADE[_SPLIT:]
+
+
+def cascade_call(case: CascadeCase, steps: Sequence[CascadeStep] = CASCADE) -> StageCall | None:
+    """The call of the first of ``steps`` that makes one; ``None`` when none does."""
+    for step in steps:
+        call = step.decide(case)
+        if call is not None:
+            return call
+    return None
+
+
+def classify_stage(
+    trace: Trace,
+    gt_ids: Sequence[str],
+    coverage: float | None,
+    n_concepts: int,
+    config: DiagnosisConfig,
+    *,
+    answer_rule: str | None = None,
+) -> StageCall:
+    """The whole backward cascade (:data:`CASCADE`) for a known concept coverage, as the
+    diagnoser's ragec strategy runs it; ``answer_rule`` is the answer evaluation's
+    deciding rule, which the declined-facts step reads."""
+    ids = tuple(gt_ids)
+    case = CascadeCase(trace, ids, gt_flow(trace, ids), config, answer_rule, coverage, n_concepts)
+    call = cascade_call(case)
+    if call is None:  # the coverage step always decides
+        raise RuntimeError("stage cascade: no step decided")
+    return call
