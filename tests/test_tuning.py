@@ -175,10 +175,41 @@ def test_weak_config_diagnose_advise_rerun_improves_accuracy(tmp_path: Path) -> 
         config_a=weak.model_dump(mode="json"),
         config_b=applied.config.model_dump(mode="json"),
     )
-    broke, changed, improved = story_lines(comparison)
+    broke, changed, improved, worse = story_lines(comparison)
     assert broke.startswith("what broke:") and "reranking" in broke
     assert changed.startswith("what changed:") and applied.changes[0].key in changed
-    assert improved.startswith("what improved: accuracy")
+    assert improved.startswith("what improved:  accuracy")
+    assert worse.startswith("what got worse: ")
+
+
+def test_the_story_says_what_got_worse_as_well_as_what_improved() -> None:
+    """A fix that moves failures from one stage to another: reranking failures vanish,
+    generation failures rise; the story names both."""
+    before = [_diag(i, E.E7) for i in range(3)] + [_diag(3, E.E3), _diag(4, E.E3)]
+    before.append(_diag(5, E.E10))
+    after = [_diag(3, E.E3)] + [_diag(i, E.E10) for i in (0, 1, 2, 5)]
+    comparison = compare_summaries(
+        summarize(before),
+        summarize(after),
+        config_a={"rerank": {"top_k": 1}},
+        config_b={"rerank": {"top_k": 5}},
+    )
+    broke, changed, improved, worse = story_lines(comparison)
+    assert broke.startswith("what broke:     6 of 6 answers failed")
+    assert changed == "what changed:   rerank.top_k 1 -> 5"
+    assert improved.startswith("what improved:  accuracy 0.0% -> 0.0%")
+    assert "chunking 2 -> 1, reranking 3 -> 0" in improved
+    assert "E7 3 -> 0, E3 2 -> 1" in improved
+    assert worse == "what got worse: generation 1 -> 4; E10 1 -> 4"
+    # the reverse comparison: what improved before got worse
+    _, _, improved_back, worse_back = story_lines(
+        compare_summaries(summarize(after), summarize(before))
+    )
+    assert worse_back == "what got worse: chunking 1 -> 2, reranking 0 -> 3; E7 0 -> 3, E3 1 -> 2"
+    assert "generation 4 -> 1" in improved_back
+    # nothing rose
+    _, _, _, none_worse = story_lines(compare_summaries(summarize(before), summarize(before[:2])))
+    assert none_worse == "what got worse: no stage or error type has more failures"
 
 
 def test_advise_cli_writes_a_loadable_config(tmp_path: Path) -> None:

@@ -104,7 +104,9 @@ def register(app: typer.Typer) -> None:
             None, "--scores-b", help="scores.jsonl of run B (default RUN_B/scores.jsonl)."
         ),
         story: bool = typer.Option(
-            False, "--story", help="End with three lines: what broke, changed, improved."
+            False,
+            "--story",
+            help="End with four lines: what broke, what changed, what improved, what got worse.",
         ),
     ) -> None:
         """Before/after table (seed 000 Table 2 with Impr.) and CI gates on the deltas."""
