@@ -12,15 +12,20 @@ from llm_server import LocalLLMServer, last_user
 from ragtriage.cli import main
 from ragtriage.config import LLMConfig
 from ragtriage.critic import (
+    FINDING_TAGS,
     CriticInput,
+    CriticVerdict,
     LLMCritic,
     ReferenceFreeCritic,
     critique_traces,
+    error_system,
     parse_critic_reply,
+    question_asks,
     snap_tags,
 )
 from ragtriage.jsonl import write_jsonl
 from ragtriage.llm import LLMRunner
+from ragtriage.records import ERROR_TYPE_NAMES, ErrorType
 
 INP = CriticInput(
     example_id="q1",
@@ -60,23 +65,172 @@ def test_garbage_replies_are_undetermined_with_a_reason() -> None:
         assert v.judgement is None and v.undetermined and v.undetermined_reason
 
 
-async def test_reference_free_critic_en_and_zh() -> None:
-    critic = ReferenceFreeCritic()
-    unsupported = INP.model_copy(update={"prediction": "It was started by Globex in Paris."})
-    grounded = INP.model_copy(update={"prediction": "Acme Corp was founded in 1999."})
-    abstains = INP.model_copy(update={"prediction": "I don't know."})
-    zh = CriticInput(
-        example_id="z1",
-        question="阿克米公司是哪一年成立的？",
-        passages=["阿克米公司成立于1999年，总部位于春田。"],
-        prediction="无法确定，文中没有相关信息。",
+PASSAGES = [
+    "Acme Corp was founded in 1999 in Springfield by Ann Lee. It sells widgets to retailers "
+    "and employs 340 people.",
+    "Globex Inc was founded in 2005 in Shelbyville. Globex reported revenue of USD 30 million "
+    "in 2021. Acme Corp reported revenue of USD 12 million in 2021.",
+]
+ZH_PASSAGES = ["阿克米公司成立于1999年，由李安创办，总部位于春田市，员工340人。"]
+
+
+def _judge(question: str, prediction: str, passages: list[str] = PASSAGES) -> CriticVerdict:
+    inp = CriticInput(example_id="x", question=question, passages=passages, prediction=prediction)
+    return ReferenceFreeCritic().judge_one(inp)
+
+
+@pytest.mark.parametrize(
+    ("question", "kinds"),
+    [
+        ("Who founded Acme Corp?", ["person"]),
+        ("When was Acme Corp founded?", ["date"]),
+        ("How many employees does Acme have?", ["count"]),
+        ("How many days did the strike last?", ["duration"]),
+        ("How long did the strike last?", ["duration"]),
+        ("How much revenue did Acme make in 2021?", ["amount"]),
+        ("What share of sales came from Asia?", ["percent"]),
+        ("Where is Acme headquartered?", ["place"]),
+        ("Did Acme pay a dividend in 2021?", ["yesno"]),
+        ("Did Acme buy Globex before or after it went public?", ["choice"]),
+        ("Which company bought Globex?", ["name"]),
+        ("Why was Acme fined, and by how much?", ["reason", "amount"]),
+        ("Who founded the company that bought Globex, and in what year?", ["person", "date"]),
+        ("What did the scan show?", ["other"]),
+        ("阿克米公司是谁创办的？", ["person"]),
+        ("阿克米公司何时成立？", ["date"]),
+        ("阿克米公司有多少名员工？", ["quantity"]),
+        ("阿克米公司总部在哪里？", ["place"]),
+        ("阿克米公司是否分红？", ["yesno"]),
+        ("罢工持续了多久？", ["duration"]),
+        ("阿克米公司收购了哪家公司？交易金额是多少？", ["org", "amount"]),
+    ],
+)
+def test_question_asks_type_every_part(question: str, kinds: list[str]) -> None:
+    assert [a.kind for a in question_asks(question)] == kinds
+
+
+def test_grounded_but_irrelevant_answers_are_errors() -> None:
+    # the user's finding: an answer copied from the passages that does not answer
+    grounded_wrong = _judge("Who founded Acme Corp?", "Acme Corp sells widgets to retailers.")
+    assert grounded_wrong.judgement == "error"
+    assert grounded_wrong.tier3 == ["Answer Type Mismatch"]
+    assert grounded_wrong.tier2 == ["Specificity and Precision Errors"]
+    assert grounded_wrong.tier1 == ["Incomplete Response"]
+    assert "person" in grounded_wrong.analysis
+    count = _judge("How many people does Acme Corp employ?", "Acme Corp was founded in 1999.")
+    assert count.judgement == "error" and count.tier3 == ["Answer Type Mismatch"]
+    # the same passages answered right
+    assert _judge("Who founded Acme Corp?", "Ann Lee founded Acme Corp.").judgement == "correct"
+    assert _judge("How many people does Acme Corp employ?", "340.").judgement == "correct"
+    assert _judge("Where was Acme Corp founded?", "Springfield").judgement == "correct"
+    profile = _judge(
+        "What punishment did Ann Lee receive?",
+        "Acme Corp was founded in 1999 in Springfield by Ann Lee.",
     )
-    zh_bad = zh.model_copy(update={"prediction": "该公司由环球集团在巴黎创办。"})
-    out = await critic.judge([unsupported, grounded, abstains, zh, zh_bad])
-    assert [v.judgement for v in out] == ["error", "correct", "error", "error", "error"]
-    assert out[0].tier2 == ["Factual Inaccuracies"] and out[0].ragec_types == ["E10"]
-    assert out[2].ragec_types == ["E9"] and out[3].ragec_types == ["E9"]
-    assert all(not v.reference for v in out)
+    assert profile.judgement == "error" and profile.tier3 == ["Misinterpretation of Question"]
+
+
+def test_every_part_of_the_question_is_addressed() -> None:
+    one = _judge(
+        "Compare the 2021 revenue of Acme Corp and Globex Inc.",
+        "Acme Corp reported revenue of USD 12 million in 2021.",
+    )
+    assert one.judgement == "error" and one.tier3 == ["Partial Answer"]
+    assert "Globex Inc" in one.analysis
+    both = _judge(
+        "Compare the 2021 revenue of Acme Corp and Globex Inc.",
+        "Acme Corp reported USD 12 million and Globex Inc USD 30 million in 2021.",
+    )
+    assert both.judgement == "correct"
+    half = _judge(
+        "Who founded Acme Corp, and in what year?", "Ann Lee founded Acme Corp in Springfield."
+    )
+    assert half.judgement == "error" and "date" in half.analysis
+    # a selection between the two entities names one of them
+    pick = _judge("Which was founded first, Acme Corp or Globex Inc?", "Acme Corp, in 1999.")
+    assert pick.judgement == "correct"
+
+
+def test_declines_against_what_the_passages_hold() -> None:
+    answerable = _judge("When was Acme Corp founded?", "I don't know.")
+    assert answerable.judgement == "error"
+    assert answerable.tier3 == ["Failure to Extract Relevant Information"]
+    assert "1999" in answerable.analysis and answerable.ragec_types == ["E9"]
+    warranted = _judge("How many patents does Acme Corp hold?", "I don't know.")
+    assert warranted.judgement == "correct" and "warranted" in warranted.analysis
+    unretrieved = _judge("Who is the chief executive of Initech?", "I don't know.")
+    assert unretrieved.judgement == "error"
+    assert unretrieved.tier2 == ["Data Insufficiency in Retrieval"]
+    hedged = _judge(
+        "When was Acme Corp founded?",
+        "The passages do not explicitly state it. However, it existed in the 2000s.",
+    )
+    assert hedged.judgement == "error" and hedged.tier3 == ["Lack of Definitive Answer"]
+    zh = _judge("阿克米公司是哪一年成立的？", "无法确定，文中没有相关信息。", ZH_PASSAGES)
+    assert zh.judgement == "error" and zh.ragec_types == ["E9"]
+    zh_ok = _judge("阿克米公司有多少项专利？", "文中没有提到。", ZH_PASSAGES)
+    assert zh_ok.judgement == "correct"
+
+
+def test_contradicted_unsupported_and_mixed_up_answers() -> None:
+    mixed = _judge("When was Acme Corp founded?", "Acme Corp was founded in 2005.")
+    assert mixed.judgement == "error" and mixed.tier3 == ["Entity Misattribution"]
+    assert "Globex Inc" in mixed.analysis
+    money = _judge(
+        "What revenue did Acme Corp report in 2021?",
+        "Acme Corp reported revenue of USD 30 million.",
+    )
+    assert money.judgement == "error" and money.tier2 == ["Off-Topic and Redundant Responses"]
+    right = _judge(
+        "What revenue did Acme Corp report in 2021?", "Acme Corp reported USD 12 million."
+    )
+    assert right.judgement == "correct"
+    negated = _judge("Where was Acme Corp founded?", "Acme Corp was not founded in Springfield.")
+    assert negated.judgement == "error" and "Contradiction with Source" in negated.tier3
+    made_up = _judge("Who founded Acme Corp?", "It was started by Globex in Paris.")
+    assert made_up.judgement == "error" and made_up.tier3[0] == "Unsupported Claim"
+    assert made_up.ragec_types[0] == "E10"
+    zh_bad = _judge("阿克米公司是谁创办的？", "该公司由环球集团在巴黎创办。", ZH_PASSAGES)
+    assert zh_bad.judgement == "error"
+    zh_good = _judge("阿克米公司是谁创办的？", "阿克米公司由李安创办。", ZH_PASSAGES)
+    assert zh_good.judgement == "correct"
+    assert _judge("Who founded Acme Corp?", "").tier3 == ["Lack of Direct Answer"]
+
+
+def test_tier3_tags_are_published_tags_of_their_tier2_never_ragec_names() -> None:
+    system = error_system()
+    by_name = {t.name: t for t in system.tier2}
+    ragec = {n.casefold() for n in ERROR_TYPE_NAMES.values()}
+    for kind, (tag3, tier2, types) in FINDING_TAGS.items():
+        assert tier2 in by_name, kind
+        assert tag3 in by_name[tier2].tier3, (kind, tag3)
+        assert tag3.casefold() not in ragec
+        assert all(t in {e.value for e in ErrorType} for t in types)
+    verdicts = [
+        _judge("Who founded Acme Corp?", "Acme Corp sells widgets to retailers."),
+        _judge("When was Acme Corp founded?", "I don't know."),
+        _judge("When was Acme Corp founded?", "Acme Corp was founded in 2005."),
+        _judge("Who is the chief executive of Initech?", "I don't know."),
+    ]
+    for v in verdicts:
+        assert v.tier3 and len(v.tier1) <= len(v.tier2) <= len(v.tier3)
+        for t1, t2, t3 in zip(v.tier1, v.tier2, v.tier3, strict=False):
+            assert t3 in by_name[t2].tier3 and system.tier1_of(t2) in v.tier1
+            assert t1 in system.tier1
+
+
+def test_the_bundled_tier3_tags_are_the_published_ones() -> None:
+    source = (
+        Path(__file__).resolve().parents[2] / "shared" / "data" / "rag_critic_error_system.json"
+    )
+    if not source.is_file():
+        pytest.skip("the published error system is not checked out next to the repo")
+    published = {
+        r["tag2"]: {" ".join(str(t).split()).casefold() for t in r["tag3"]}
+        for r in json.loads(source.read_text(encoding="utf-8"))
+    }
+    for tag3, tier2, _ in FINDING_TAGS.values():
+        assert tag3.casefold() in published[tier2]
 
 
 async def test_rules_critic_with_reference_maps_the_diagnosis_to_tiers() -> None:

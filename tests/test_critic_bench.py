@@ -9,7 +9,13 @@ import pytest
 
 from llm_server import LocalLLMServer, last_user
 from ragtriage.cli import main
-from ragtriage.critic import BenchPrediction, read_bench, read_published_critic_samples, score_bench
+from ragtriage.critic import (
+    BenchPrediction,
+    published_tag_labels,
+    read_bench,
+    read_published_critic_samples,
+    score_bench,
+)
 from ragtriage.errors import InputError
 
 FI = "Factual Inaccuracies"
@@ -138,3 +144,80 @@ def test_llm_critic_on_the_bench_over_http(
     score = json.loads((tmp_path / "s.json").read_text())
     assert score["accuracy_error"] == 1.0 and score["accuracy_correct"] == 0.0
     assert score["undetermined"] == 1 and score["tier2_macro_f1"] == 1.0
+
+
+def test_published_error_tags_label_the_error_samples(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs = [{"id": "1", "contents": "Acme Corp was founded in 1999 in Springfield."}]
+    meta = {"question": "when was acme corp founded", "golden_answers": ["1999"]}
+    right = {"meta_data": {**meta, "retrieval_docs": docs}, "prediction": "1999", "output": "None"}
+    wrong = {**right, "prediction": "Springfield", "output": "It names a place, not a year."}
+    critic = _write(tmp_path / "critic_x.jsonl", [right, wrong])
+    # open-set tags (Prompt C): one is a published tier-3 tag verbatim, one is not
+    tags = [
+        {"tag": "answer type MISMATCH", "explanation": "a place for a date"},
+        {"tag": "Invented Tag Nobody Published", "explanation": "-"},
+    ]
+    error_tags = _write(
+        tmp_path / "error_type_x.jsonl",
+        [{"meta_data": meta, "prediction": "Springfield", "Error_type": tags}],
+    )
+    labels = published_tag_labels(error_tags)
+    assert labels[(meta["question"], "Springfield")] == (
+        ["Incomplete Response"],
+        ["Specificity and Precision Errors"],
+    )
+    rows = read_published_critic_samples(critic, error_tags=error_tags)
+    assert [r.tag2 for r in rows] == [[], ["Specificity and Precision Errors"]]
+    with pytest.raises(SystemExit) as exc:
+        main(
+            [
+                "critic-bench",
+                str(critic),
+                "--format",
+                "rag-critic",
+                "--critic",
+                "rules",
+                "--error-tags",
+                str(error_tags),
+                "--json",
+                str(tmp_path / "s.json"),
+            ]
+        )
+    assert exc.value.code in (0, None)
+    score = json.loads((tmp_path / "s.json").read_text())
+    # reference-free: "Springfield" is no date (answer type mismatch) -> the same tier-2
+    assert score["accuracy_average"] == pytest.approx(1.0)
+    assert score["tagged_errors"] == 1 and score["tier2_macro_f1"] == pytest.approx(1.0)
+    bad = _write(tmp_path / "bad.jsonl", [{"meta_data": meta, "Error_type": "oops"}])
+    with pytest.raises(InputError) as info:
+        published_tag_labels(bad)
+    assert info.value.line == 1 and info.value.field == "Error_type"
+
+
+SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "data" / "rag_critic_samples"
+
+
+def test_reference_free_critic_on_the_published_samples() -> None:
+    """The 10 published NQ samples, reference-free (docs/critic.md has the figures)."""
+    critic_file = SAMPLES / "critic_qwen-2.5-7b-instruct_nq_train.jsonl"
+    if not critic_file.is_file():
+        pytest.skip("the published RAG-Critic samples are not checked out next to the repo")
+    samples = read_published_critic_samples(
+        critic_file, error_tags=SAMPLES / "error_type_qwen-2.5-7b-instruct_nq_train.jsonl"
+    )
+    import asyncio
+
+    from ragtriage.critic import ReferenceFreeCritic
+
+    verdicts = asyncio.run(
+        ReferenceFreeCritic().judge([s.critic_input(reference=False) for s in samples])
+    )
+    score = score_bench(samples, verdicts)
+    assert (score.n_correct, score.n_error, score.undetermined) == (8, 2, 0)
+    # every correct prediction is called correct; of the two errors the hedged release
+    # date is found, the wrong opponent (Ohio State for Clemson) is not
+    assert score.accuracy_correct == pytest.approx(1.0)
+    assert score.accuracy_error == pytest.approx(0.5)
+    assert score.tagged_errors == 2

@@ -29,6 +29,12 @@ def register(app: typer.Typer) -> None:
             "--critic",
             help="given (score each line's 'critic' field) | rules | llm (run our critic)",
         ),
+        error_tags: Path | None = typer.Option(
+            None,
+            "--error-tags",
+            help="rag-critic format: the authors' error_type_*.jsonl; their open-set tags "
+            "that are tier-3 tags of the error system give the Error samples tier labels.",
+        ),
         reference: bool = typer.Option(
             False, "--reference/--reference-free", help="Give our critic the golden answers."
         ),
@@ -58,7 +64,17 @@ def register(app: typer.Typer) -> None:
             raise InputError("no such file", path=str(file))
         if fmt not in ("bench", "rag-critic"):
             raise InputError("expected bench or rag-critic", field="--format")
-        samples = read_bench(file) if fmt == "bench" else read_published_critic_samples(file)
+        if error_tags is not None and (fmt != "rag-critic" or not error_tags.is_file()):
+            raise InputError(
+                "needs --format rag-critic and an existing error_type_*.jsonl file",
+                path=str(error_tags),
+                field="--error-tags",
+            )
+        samples = (
+            read_bench(file)
+            if fmt == "bench"
+            else read_published_critic_samples(file, error_tags=error_tags)
+        )
         preds: list[BenchPrediction | CriticVerdict]
         if critic_name == "given":
             missing = [s.id for s in samples if s.critic is None]

@@ -20,7 +20,10 @@ A bench file is JSONL, one labelled sample a line::
 
 :func:`read_published_critic_samples` reads the RAG-Critic authors' published critic
 samples (``critic_*.jsonl``: ``output`` is ``"None"`` for a correct prediction, else the
-error analysis) as unlabelled-tag bench rows.
+error analysis) as bench rows; with their ``error_type_*.jsonl`` file (the open-set tags of
+each error analysis, Prompt C) the Error rows get tier-1/tier-2 labels: those of the
+error system's tier-2 types that list one of the sample's tags verbatim (case-insensitive)
+as a tier-3 tag — the authors' own grouping of their tags (:func:`published_tag_labels`).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ __all__ = [
     "BenchSample",
     "BenchScore",
     "LabelF1",
+    "published_tag_labels",
     "read_bench",
     "read_published_critic_samples",
     "score_bench",
@@ -109,8 +113,47 @@ def read_bench(path: Path) -> list[BenchSample]:
     return out
 
 
-def read_published_critic_samples(path: Path) -> list[BenchSample]:
-    """The authors' ``critic_*.jsonl`` samples (``meta_data``, ``prediction``, ``output``)."""
+def published_tag_labels(path: Path) -> dict[tuple[str, str], tuple[list[str], list[str]]]:
+    """``(question, prediction)`` → (tier-1, tier-2) labels of the authors'
+    ``error_type_*.jsonl`` rows (``meta_data.question``, ``prediction``, ``Error_type``: a
+    list of ``{"tag", "explanation"}``): the tier-2 types whose published tier-3 tags hold
+    one of the row's tags verbatim (case-insensitive), and their tier-1 types. Rows whose
+    tags match no tier-3 tag get empty labels (left out of F1)."""
+    system = error_system()
+    by_tag = system.tier2_of_tag()
+    out: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
+    for lineno, obj in iter_json_lines(path):
+        meta = obj.get("meta_data")
+        if not isinstance(meta, dict) or "question" not in meta:
+            raise InputError("expected meta_data.question", path=str(path), line=lineno)
+        tags = obj.get("Error_type")
+        if not isinstance(tags, list):
+            raise InputError(
+                "expected a list of {tag, explanation}",
+                path=str(path),
+                line=lineno,
+                field="Error_type",
+            )
+        tier2: list[str] = []
+        for item in tags:
+            tag = item.get("tag") if isinstance(item, dict) else item
+            if not isinstance(tag, str):
+                continue
+            for t2 in by_tag.get(" ".join(tag.split()).casefold(), ()):
+                if t2 not in tier2:
+                    tier2.append(t2)
+        tier1 = list(dict.fromkeys(system.tier1_of(t) for t in tier2))
+        out[(str(meta["question"]), str(obj.get("prediction", "")))] = (tier1, tier2)
+    return out
+
+
+def read_published_critic_samples(
+    path: Path, *, error_tags: Path | None = None
+) -> list[BenchSample]:
+    """The authors' ``critic_*.jsonl`` samples (``meta_data``, ``prediction``, ``output``);
+    with ``error_tags`` (their ``error_type_*.jsonl``) the Error samples carry the tier
+    labels of :func:`published_tag_labels`."""
+    labels = published_tag_labels(error_tags) if error_tags is not None else {}
     out: list[BenchSample] = []
     for lineno, obj in iter_json_lines(path):
         meta = obj.get("meta_data")
@@ -118,13 +161,18 @@ def read_published_critic_samples(path: Path) -> list[BenchSample]:
             raise InputError("expected meta_data.question", path=str(path), line=lineno)
         docs = meta.get("retrieval_docs") or []
         output = str(obj.get("output", "None")).strip()
+        judgement = "Correct" if output in ("None", "") else "Error"
+        prediction = str(obj.get("prediction", ""))
+        tag1, tag2 = labels.get((str(meta["question"]), prediction), ([], []))
         out.append(
             BenchSample(
                 id=str(meta.get("id", f"line{lineno}")),
                 question=str(meta["question"]),
                 passages=[str(d.get("contents", "")) for d in docs if isinstance(d, dict)][:5],
-                prediction=str(obj.get("prediction", "")),
-                judgement="Correct" if output in ("None", "") else "Error",
+                prediction=prediction,
+                judgement=judgement,
+                tag1=tag1 if judgement == "Error" else [],
+                tag2=tag2 if judgement == "Error" else [],
                 golden_answers=[str(a) for a in meta.get("golden_answers") or []],
             )
         )

@@ -31,7 +31,7 @@ from ragtriage.config import DiagnosisConfig
 from ragtriage.critic._system import error_system, tiers_of_ragec
 from ragtriage.llm import ChatRequest, LLMFailure, LLMRunner, parse_json_object
 from ragtriage.records import ERROR_TYPE_NAMES, Chunk, Diagnosis, Example, Trace
-from ragtriage.text import content_tokens, detect_language
+from ragtriage.text import detect_language
 
 __all__ = [
     "Critic",
@@ -230,30 +230,24 @@ class RulesCritic:
 # -- reference-free, offline ---------------------------------------------------------------
 
 
-def _share(tokens: Sequence[str], pool: set[str]) -> float | None:
-    toks = set(tokens)
-    return None if not toks else len(toks & pool) / len(toks)
-
-
 class ReferenceFreeCritic:
-    """Offline, no gold answer: support of the answer by the passages and abstentions.
+    """Offline, no gold answer: does the answer answer *this* question?
 
-    ``support`` is the share of the final answer's content tokens (EN words, ZH
-    characters and bigrams) found in the passages; ``coverage`` the best share of the
-    question's content tokens found in one passage.
+    The checks of :mod:`ragtriage.critic._reffree` (answer type per ask, every part
+    addressed, off-topic answers, declines against what the passages hold, contradiction
+    with the passages, mixed-up entities, grounding); each finding maps to a published
+    tier-3 tag and its tier-2/tier-1 (:data:`~ragtriage.critic._reffree.FINDING_TAGS`).
+    No finding → Correct (not checked against a reference); an answer with neither
+    content words nor facts → undetermined.
     """
 
     name = "reference-free"
 
-    def __init__(
-        self, *, supported: float = 0.8, unsupported: float = 0.5, covered: float = 0.5
-    ) -> None:
-        self.supported = supported
+    def __init__(self, *, unsupported: float = 0.5) -> None:
         self.unsupported = unsupported
-        self.covered = covered
 
     def judge_one(self, inp: CriticInput) -> CriticVerdict:
-        from ragtriage.diagnosis.answer_styles import answer_view
+        from ragtriage.critic._reffree import FINDING_TAGS, reference_free_findings
 
         base: dict[str, Any] = {
             "example_id": inp.example_id,
@@ -262,85 +256,33 @@ class ReferenceFreeCritic:
             "critic": self.name,
             "reference": False,
         }
-        view = answer_view(inp.prediction)
-        pool = {t for p in inp.passages for t in content_tokens(p)}
-        q_tokens = content_tokens(inp.question)
-        coverage = max(
-            (_share(q_tokens, set(content_tokens(p))) or 0.0 for p in inp.passages), default=0.0
+        findings, notes = reference_free_findings(
+            inp.question, inp.passages, inp.prediction, unsupported=self.unsupported
         )
-        if not view.text.strip():
-            t1, t2 = tiers_of_ragec("E12")
-            return CriticVerdict(
-                **base,
-                judgement="error",
-                tier1=t1[:1],
-                tier2=t2[:1],
-                tier3=["Empty Response"],
-                analysis="The prediction is empty.",
-                ragec_types=["E12"],
-            )
-        if view.final_declines:
-            if coverage >= self.covered:
-                t1, t2 = tiers_of_ragec("E9")
-                return CriticVerdict(
-                    **base,
-                    judgement="error",
-                    tier1=t1,
-                    tier2=t2,
-                    tier3=["Unnecessary Abstention"],
-                    analysis=(
-                        f"The prediction declines to answer although a passage covers "
-                        f"{coverage:.0%} of the question's content words."
-                    ),
-                    ragec_types=["E9"],
-                )
-            return CriticVerdict(
-                **base,
-                judgement="correct",
-                analysis=(
-                    f"The prediction declines and no passage covers the question "
-                    f"(best coverage {coverage:.0%}); abstaining is warranted."
-                ),
-            )
-        support = _share(content_tokens(view.final), pool)
-        if support is None:
-            return CriticVerdict(
-                **base,
-                judgement=None,
-                undetermined=True,
-                undetermined_reason="the prediction has no content words to check",
-            )
-        if support < self.unsupported:
-            t1, t2 = tiers_of_ragec("E10")
-            return CriticVerdict(
-                **base,
-                judgement="error",
-                tier1=t1,
-                tier2=t2,
-                tier3=["Unsupported Claim"],
-                analysis=(
-                    f"Only {support:.0%} of the prediction's content words are in the "
-                    "passages: it is not supported by the retrieved knowledge."
-                ),
-                ragec_types=["E10"],
-            )
-        if support >= self.supported:
-            return CriticVerdict(
-                **base,
-                judgement="correct",
-                analysis=(
-                    f"{support:.0%} of the prediction's content words are in the passages "
-                    "(grounded; not checked against a reference)."
-                ),
-            )
+        if not findings:
+            if not notes:
+                return _undetermined(inp, self.name, "the prediction has nothing to check")
+            return CriticVerdict(**base, judgement="correct", analysis="; ".join(notes) + ".")
+        system = error_system()
+        tier1: list[str] = []
+        tier2: list[str] = []
+        tier3: list[str] = []
+        ragec: list[str] = []
+        for f in findings:
+            tag3, t2, types = FINDING_TAGS[f.kind]
+            t1 = system.tier1_of(t2)
+            for out, value in ((tier1, t1), (tier2, t2), (tier3, tag3)):
+                if value not in out:
+                    out.append(value)
+            ragec += [t for t in types if t not in ragec]
         return CriticVerdict(
             **base,
-            judgement=None,
-            undetermined=True,
-            undetermined_reason=(
-                f"partly supported by the passages ({support:.0%} of its content words); "
-                "no reference to decide"
-            ),
+            judgement="error",
+            tier1=tier1,
+            tier2=tier2,
+            tier3=tier3,
+            analysis=" ".join(f.detail for f in findings),
+            ragec_types=ragec,
         )
 
     async def judge(self, inputs: Sequence[CriticInput]) -> list[CriticVerdict]:
