@@ -22,14 +22,15 @@ __all__ = ["register"]
 
 
 def _thresholds(items: list[str]) -> dict[str, float]:
-    from ragtriage.know import CRITIQUES, DEFAULT_THRESHOLDS
+    from ragtriage.know import CRITIQUES, DEFAULT_THRESHOLDS, RULES_ONLY
 
+    names = (*CRITIQUES, *RULES_ONLY)
     out = dict(DEFAULT_THRESHOLDS)
     for item in items:
         name, sep, value = item.partition("=")
-        if not sep or name not in CRITIQUES:
+        if not sep or name not in names:
             raise InputError(
-                f"expected NAME=RATING with NAME one of {', '.join(CRITIQUES)}, got {item!r}",
+                f"expected NAME=RATING with NAME one of {', '.join(names)}, got {item!r}",
                 field="--threshold",
             )
         try:

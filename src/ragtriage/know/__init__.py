@@ -15,12 +15,15 @@ from ragtriage.know._compose import (
 from ragtriage.know._critique import (
     CRITIQUES,
     DEFAULT_THRESHOLDS,
+    RULES_ONLY,
     CritiqueInput,
     LLMCritic,
     RulesCritic,
     critique_prompt,
     failed_critiques,
+    fluency,
     parse_rating,
+    stand_alone,
 )
 from ragtriage.know._io import ledger_line, load_data, open_runner
 from ragtriage.know._llm import LLMLabeller, label_prompt, parse_label_reply
@@ -30,7 +33,7 @@ from ragtriage.know._llm_gen import (
     best_sentences,
     bullets,
 )
-from ragtriage.know._offline_gen import Draft, OfflineGenerator, entity_of
+from ragtriage.know._offline_gen import Draft, OfflineGenerator, corpus_entities, entity_of
 from ragtriage.know._rules import RulesLabeller, rules_label
 from ragtriage.know._taxonomy import (
     ANSWERABLE_LABELS,
@@ -82,6 +85,7 @@ __all__ = [
     "INCLUSIVE",
     "LABELS",
     "RARE_SHARE",
+    "RULES_ONLY",
     "SOURCE_CHUNKS",
     "TESTSET_CHUNKING",
     "TEXT_WEIGHTS",
@@ -114,10 +118,12 @@ __all__ = [
     "composition_html",
     "composition_rows",
     "corpus_chunks",
+    "corpus_entities",
     "critique_prompt",
     "entity_of",
     "export_training",
     "failed_critiques",
+    "fluency",
     "generate_testset",
     "gt_chunk_ids",
     "items_of",
@@ -138,6 +144,7 @@ __all__ = [
     "scan_csv",
     "scan_retrieval",
     "scan_rows",
+    "stand_alone",
     "training_pair",
     "write_label_outputs",
 ]

@@ -10,6 +10,7 @@ candidate by itself.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,12 +21,15 @@ from ragtriage.text import content_tokens, split_sentences
 __all__ = [
     "CRITIQUES",
     "DEFAULT_THRESHOLDS",
+    "RULES_ONLY",
     "CritiqueInput",
     "LLMCritic",
     "RulesCritic",
     "critique_prompt",
     "failed_critiques",
+    "fluency",
     "parse_rating",
+    "stand_alone",
 ]
 
 CRITIQUES: tuple[str, ...] = (
@@ -38,8 +42,12 @@ CRITIQUES: tuple[str, ...] = (
     "c_clarity",
     "qa_tautology",
 )
+#: offline-only critique: grammar heuristics (question word or auxiliary first, a verb,
+#: a question mark, no doubled or empty slots, length bounds; ZH: a question word)
+RULES_ONLY: tuple[str, ...] = ("fluency",)
 #: minimum rating (1–5) a candidate needs on each critique to be kept
 DEFAULT_THRESHOLDS: Mapping[str, float] = {
+    "fluency": 4,
     "q_to_c_groundedness": 3,
     "a_to_c_groundedness": 3,
     "q_feasibility": 3,
@@ -75,16 +83,124 @@ def failed_critiques(
     ]
 
 
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text.lower().replace("，", ",")).strip(" .。")
+
+
 def _scale(share: float) -> float:
     """A share in [0, 1] → a rating in [1, 5]."""
     return round(1 + 4 * max(0.0, min(1.0, share)), 1)
 
 
 _CONTEXT_WORDS = re.compile(
-    r"\b(the (context|passage|document|text|paragraph|article|excerpt)|this (document|passage|text))\b"
-    r"|(上文|文中|本文|该文|这段|材料中|文章中)",
+    r"\b(the (context|passage|document|text|paragraph|article|excerpt|report|record|section)"
+    r"|this (document|passage|text|report|record|section|article)|(above|below|following) "
+    r"(text|passage|section)|according to the)\b"
+    r"|(上文|文中|本文|该文|这段|材料中|文章中|上述|该报告|本报告|此文)",
     re.IGNORECASE,
 )
+_DANGLING_EN = re.compile(
+    r"^(?:\w+ ){0,3}?(?:he|she|it|they|him|her|them|his|its|their|this|that|these|those)\b"
+    r"(?! (?:of|which|who)\b)",
+    re.IGNORECASE,
+)
+_DANGLING_START_EN = re.compile(
+    r"^(?:what|when|who|where|why|how|which|did|does|do|is|was|were|are|has|have|had)"
+    r"(?: \w+){0,2}? (?:he|she|it|they|this|these|those|the company|the patient|the defendant|"
+    r"the court|the claimant|the group)\b",
+    re.IGNORECASE,
+)
+_DANGLING_ZH = re.compile(r"^(?:他|她|它|他们|该|此|这|那|公司|患者|被告人|本院)")
+_QWORD_EN = re.compile(
+    r"^(?:what|when|who|whom|whose|where|why|how|which|is|are|was|were|do|does|did|has|have|had|"
+    r"can|could|will|would|should|in what|on what|at what|by (?:what|how)|for (?:how|what)|from "
+    r"(?:what|which)|to (?:what|whom|which))\b",
+    re.IGNORECASE,
+)
+_VERB_EN = re.compile(
+    r"\b(?:is|are|was|were|do|does|did|has|have|had|be|been|can|could|will|would|should|"
+    r"\w+(?:ed|es|s))\b",
+    re.IGNORECASE,
+)
+_QWORD_ZH = re.compile(r"谁|什么|哪|多少|何时|何地|为何|怎么|如何|是否|吗|几|多久|多长")
+_RESIDUE = re.compile(r" ,| \.|  |,,|\?\?|\(\s*\)|\{|\}|…|\.\.\.|:\?|，，|。。|？？|“”|（）")
+
+
+def _repeats(tokens: Sequence[str]) -> bool:
+    """A word or a name said twice in a row ("the the", "张伟张伟")."""
+    return any(a == b and len(a) > 1 for a, b in itertools.pairwise(tokens))
+
+
+def fluency(question: str) -> tuple[float, list[str]]:
+    """A grammar heuristic on a question (EN or ZH): the rating (1–5) and what is wrong.
+
+    EN: starts with a question word or an auxiliary (or "in/on/by what …"), has a verb,
+    ends with '?', 4–35 words, no doubled or empty slot (" , ", two spaces, a word twice,
+    "…"). ZH: a question word (谁/什么/哪/多少/何时/是否/吗 …), ends with '？', 6–60
+    characters, no template residue. Each fault costs a point or more."""
+    q = question.strip()
+    faults: list[str] = []
+    if not q:
+        return 1.0, ["empty"]
+    zh = re.search(r"[\u4e00-\u9fff]", q) is not None
+    if _RESIDUE.search(q):
+        faults.append("template residue (doubled or empty slot)")
+    if zh:
+        if not _QWORD_ZH.search(q):
+            faults.append("no question word")
+        if not q.endswith(("？", "?")):
+            faults.append("does not end with '？'")
+        if not 6 <= len(q) <= 60:
+            faults.append(f"length {len(q)} characters outside 6–60")
+        if re.search(r"([\u4e00-\u9fff]{2,4})\1", q):
+            faults.append("a name or word said twice")
+    else:
+        words = q.rstrip("?").split()
+        if not _QWORD_EN.match(q):
+            faults.append("does not start with a question word or an auxiliary")
+        if not q.endswith("?") or q.count("?") > 1:
+            faults.append("does not end with one '?'")
+        if not _VERB_EN.search(" ".join(words[1:])) and not _VERB_EN.match(
+            words[0] if words else ""
+        ):
+            faults.append("no verb")
+        if not 4 <= len(words) <= 35:
+            faults.append(f"{len(words)} words, outside 4–35")
+        if _repeats([w.lower() for w in words]):
+            faults.append("a word said twice")
+        if q[:1].islower():
+            faults.append("starts in lower case")
+    score = 5.0 - 2.0 * len(faults)
+    return max(1.0, score), faults
+
+
+def stand_alone(question: str, entities: Sequence[str] = ()) -> tuple[float, list[str]]:
+    """Whether a question makes sense by itself: no reference to "the context" / "this
+    document", no dangling pronoun or generic subject ("the company", 他, 该公司) in place
+    of a name, and it names something (a proper noun, or one of ``entities``)."""
+    q = question.strip()
+    faults: list[str] = []
+    if _CONTEXT_WORDS.search(q):
+        return 1.0, ["refers to the context or document"]
+    zh = re.search(r"[\u4e00-\u9fff]", q) is not None
+    if zh:
+        if _DANGLING_ZH.search(q):
+            faults.append("starts with a pronoun or a generic subject")
+        named = (
+            any(e and e in q for e in entities)
+            if entities
+            else bool(
+                re.search(r"[\u4e00-\u9fff]{2,}(?:公司|医院|法院|集团|银行|大学)|[A-Z][a-z]+", q)
+            )
+        )
+    else:
+        if _DANGLING_START_EN.search(q):
+            faults.append("a pronoun or generic subject stands for an entity it does not name")
+        proper = [w for w in re.findall(r"\b[A-Z][\w.&'-]+", q)[1:] if w not in ("I",)]
+        named = bool(proper) or any(e and e in q for e in entities)
+    if not named:
+        faults.append("names no entity")
+    return (max(1.0, 5.0 - 2.0 * len(faults)), faults)
 
 
 class RulesCritic:
@@ -92,7 +208,8 @@ class RulesCritic:
 
     name = "rules"
 
-    def __init__(self, corpus_texts: Sequence[str] = ()) -> None:
+    def __init__(self, corpus_texts: Sequence[str] = (), entities: Sequence[str] = ()) -> None:
+        self.entities = tuple(entities)
         df: dict[str, int] = {}
         for text in corpus_texts:
             for tok in set(content_tokens(text)):
@@ -116,16 +233,27 @@ class RulesCritic:
         sentences = [s.text for s in split_sentences(item.context)]
         informative = [s for s in sentences if len(content_tokens(s)) >= 5]
         well_formed = [s for s in sentences if s.rstrip()[-1:] in ".!?。！？;；"]
+        answer = item.answer.strip()
+        grounded = _scale(q_share)
+        tautology = _scale(min(1.0, new_in_answer / 0.2)) if answer else None
+        derived = set(re.findall(r"\d+", answer)) - set(re.findall(r"\d+", item.context))
+        if answer and item.answerable and len(answer) <= 80 and not derived:
+            # a short answer is a span: it must be in the context, not in the question
+            in_context = _norm(answer) in _norm(item.context)
+            grounded = min(grounded, 5.0 if in_context else 1.0)
+            if _norm(answer) in _norm(item.question):
+                tautology = 1.0
         return {
-            "q_to_c_groundedness": _scale(q_share),
+            "q_to_c_groundedness": grounded,
             "a_to_c_groundedness": _scale(a_share) if item.answer.strip() else None,
             "q_feasibility": _scale(0.3 + self._rare_share(q)),
-            "stand_alone": 1.0 if _CONTEXT_WORDS.search(item.question) else 5.0,
+            "stand_alone": stand_alone(item.question, self.entities)[0],
             "q_usefulness": _scale(min(1.0, len(q) / 8)),
             "c_usefulness": _scale(min(1.0, len(informative) / 4)),
             "c_clarity": _scale(len(well_formed) / len(sentences)) if sentences else 1.0,
             # a fifth of the answer being new information is no tautology
-            "qa_tautology": _scale(min(1.0, new_in_answer / 0.2)) if item.answer.strip() else None,
+            "qa_tautology": tautology,
+            "fluency": fluency(item.question)[0],
         }
 
     async def critique_many(self, items: Sequence[CritiqueInput]) -> list[dict[str, float | None]]:

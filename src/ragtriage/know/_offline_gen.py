@@ -1,12 +1,15 @@
-"""Offline test-set generation: extractive statements, template questions (EN + ZH).
+"""Offline test-set generation: statements extracted from sentences, rewritten as
+questions by structural patterns (EN + ZH, see :mod:`ragtriage.know._statements`).
 
 LOWER QUALITY than the LLM pipeline, and marked so in every example's metadata
-(``generator: offline-template``): questions are the source sentence with the answer
-span turned into a question phrase, summaries are consecutive sentences of a section,
-reasoning questions ask which of two dated events came first (the answer states the
-derived interval), unanswerable ones ask about an attribute of a corpus entity that no
-document mentions. It exists so that tests and `make demo`-style runs work with no
-endpoint.
+(``generator: offline-template``). Single-fact questions exist only where a sentence's
+structure fits a pattern (subject + verb + a date / year / count / amount / person
+slot): the asked slot becomes a question word, the rest of the sentence is dropped and
+the subject is resolved to the document's entity; a sentence that fits no pattern gives
+no question. Summaries ask for the main points of a section; reasoning questions ask
+for the days between two dated events of a document (the answer is derived); an
+unanswerable question asks about an entity for an attribute that the corpus gives for
+similar entities (documents of the same family) but whose own document does not state.
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
+from ragtriage.know._statements import Fact, facts_en, facts_zh, field_facts, subject_of
 from ragtriage.records import Chunk, Document
 from ragtriage.text import content_tokens, detect_language, split_sentences
 
-__all__ = ["Draft", "OfflineGenerator", "entity_of"]
+__all__ = ["Draft", "OfflineGenerator", "corpus_entities", "entity_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,15 +136,27 @@ def _clause(sentence: str, span: str, zh: bool, words: int = 12) -> str:
     return " ".join(parts[:words]) + ("…" if len(parts) > words else "")
 
 
+def corpus_entities(documents: Sequence[Document]) -> list[str]:
+    """The entities the documents are about (organisations, case parties, patients; ZH
+    persons of records too): what a stand-alone question names."""
+    names: set[str] = set()
+    for d in documents:
+        names.update(n for n in subject_of(d).names() if n)
+        names.update(re.findall(r"(?:患者|被告人|原告|被告)：([^，,。；\n]{2,30})", d.text))
+    return sorted(names)
+
+
 class OfflineGenerator:
-    """Template questions from the chunks of a corpus (see the module docstring)."""
+    """Pattern questions from the chunks of a corpus (see the module docstring)."""
 
     name = "offline-template"
 
     def __init__(self, documents: Sequence[Document], chunks: Sequence[Chunk]) -> None:
         self.documents = {d.doc_id: d for d in documents}
         self.chunks = list(chunks)
-        self._corpus_low = "\n".join(d.text for d in documents).lower()
+        self._subjects = {d.doc_id: subject_of(d) for d in documents}
+        self._facts: dict[str, list[tuple[Chunk, Fact]]] = {}
+        self._attributes: dict[str, list[tuple[str, str, str]]] | None = None
 
     def _context(self, chunk: Chunk) -> str:
         """What a critic sees: the document's title, then the chunk."""
@@ -151,129 +167,214 @@ class OfflineGenerator:
         doc = self.documents[doc_id]
         return "zh" if detect_language(doc.text[:2000]) == "zh" else "en"
 
-    def fact_single(self, chunk: Chunk) -> Iterator[Draft]:
+    def _names(self, doc_id: str) -> list[str]:
+        """Names that stand for the document's entity in its questions."""
+        who = self._subjects[doc_id]
+        names = list(who.names())
+        if self._lang(doc_id) == "zh":
+            text = self.documents[doc_id].text
+            names += [f"{p}案" for p in re.findall(r"被告人：([\u4e00-\u9fff]{2,3})[，,]", text)]
+            names += re.findall(r"(?:患者|被告人)：([\u4e00-\u9fff]{2,3})[，,]", text)
+        return sorted(set(names), key=len, reverse=True)
+
+    def chunk_facts(self, chunk: Chunk) -> list[Fact]:
+        """Every question the chunk's sentences support (cached)."""
+        if chunk.chunk_id in self._facts:
+            return [f for _, f in self._facts[chunk.chunk_id]]
+        who = self._subjects[chunk.doc_id]
+        text = self.documents[chunk.doc_id].text
         zh = self._lang(chunk.doc_id) == "zh"
-        title = entity_of(self.documents[chunk.doc_id])
-        for sentence in _sentences(chunk):
-            if len(sentence) > (80 if zh else 220):
-                continue  # a long sentence makes an unreadable template question
-            for pattern, wh in _SPANS_ZH if zh else _SPANS_EN:
-                m = pattern.search(sentence)
-                if m is None:
-                    continue
-                span = m.group()
-                body = sentence.rstrip("。.！!；; ")
-                if zh:
-                    q = body.replace(span, wh, 1) + "？"
-                    if title not in q:
-                        q = f"{title}：{q}"
-                else:
-                    asked = wh
-                    if wh == "in what year":
-                        span = m.group(1)
-                        asked = "what year"
-                    q_body = body.replace(span, asked, 1)
-                    q = f"According to {title}, {q_body[0].lower()}{q_body[1:]}?"
-                yield Draft(
-                    question=q,
-                    answer=span,
-                    label="fact_single",
-                    references=(sentence,),
-                    chunk_ids=(chunk.chunk_id,),
-                    doc_id=chunk.doc_id,
-                    language="zh" if zh else "en",
-                    generator=self.name,
-                    context=self._context(chunk),
-                )
-                break
+        found: list[Fact] = []
+        if not zh:
+            found.extend(field_facts(chunk.text, who))
+        seen = {f.question for f in found}
+        for s in split_sentences(chunk.text):
+            if s.text.lstrip().startswith("#"):
+                continue
+            for f in facts_zh(s.text, who, text) if zh else facts_en(s.text, who, text):
+                if f.question not in seen and f.sentence in chunk.text:
+                    seen.add(f.question)
+                    found.append(f)
+        self._facts[chunk.chunk_id] = [(chunk, f) for f in found]
+        return found
+
+    def _draft(
+        self, chunk: Chunk, q: str, a: str, label: str, refs: tuple[str, ...], **kw: object
+    ) -> Draft:
+        return Draft(
+            question=q,
+            answer=a,
+            label=label,
+            references=refs,
+            chunk_ids=tuple(kw.pop("chunk_ids", (chunk.chunk_id,))),  # type: ignore[arg-type]
+            doc_id=chunk.doc_id,
+            language=self._lang(chunk.doc_id),
+            generator=self.name,
+            context=str(kw.pop("context", self._context(chunk))),
+        )
+
+    def fact_single(self, chunk: Chunk) -> Iterator[Draft]:
+        for f in self.chunk_facts(chunk):
+            yield self._draft(chunk, f.question, f.answer, "fact_single", (f.sentence,))
 
     def summary(self, chunk: Chunk) -> Iterator[Draft]:
         sentences = _sentences(chunk)
         if len(sentences) < 3:
             return
         zh = self._lang(chunk.doc_id) == "zh"
-        title = entity_of(self.documents[chunk.doc_id])
+        who = self._subjects[chunk.doc_id]
+        name = self._names(chunk.doc_id)[-1] if zh else who.name
         section = str(chunk.metadata.get("section") or "").strip()
+        if not section:
+            return
         if zh:
-            q = f"概括{title}" + (f"“{section}”部分" if section else "这部分内容") + "的主要信息。"
+            q = f"{name}的“{section}”部分有哪些主要内容？"
         else:
-            q = f"Summarise what {title} reports" + (f" under '{section}'." if section else ".")
+            q = f"What are the main points of the '{section}' section for {who.name}?"
         picked = tuple(sentences[:3])
-        yield Draft(
-            question=q,
-            answer=("" if zh else " ").join(picked),
-            label="summary",
-            references=picked,
-            chunk_ids=(chunk.chunk_id,),
-            doc_id=chunk.doc_id,
-            language="zh" if zh else "en",
-            generator=self.name,
-            context=self._context(chunk),
-        )
+        yield self._draft(chunk, q, ("" if zh else " ").join(picked), "summary", picked)
+
+    def _doc_facts(self, doc_id: str) -> list[tuple[Chunk, Fact]]:
+        out: list[tuple[Chunk, Fact]] = []
+        for c in self.chunks:
+            if c.doc_id == doc_id:
+                self.chunk_facts(c)
+                out.extend(self._facts[c.chunk_id])
+        return out
 
     def reasoning(self, chunk: Chunk) -> Iterator[Draft]:
-        """Which of two dated events came first: this chunk's dated sentence against the
-        next dated sentence of the same document."""
+        """How many days between two dated events of the document (one in this chunk):
+        the answer is derived from two stated dates."""
         zh = self._lang(chunk.doc_id) == "zh"
-        pattern = _DATE_ZH if zh else _DATE_EN
-        title = entity_of(self.documents[chunk.doc_id])
-        own = [(s, m) for s in _sentences(chunk) if (m := pattern.search(s))]
-        others = [
-            (c, s, m)
-            for c in self.chunks
-            if c.doc_id == chunk.doc_id and c.chunk_id != chunk.chunk_id
-            for s in _sentences(c)
-            if (m := pattern.search(s))
-        ]
-        for s1, m1 in own:
-            d1 = _date_of(m1, zh)
-            for c2, s2, m2 in [(chunk, s, m) for s, m in own if s != s1] + others:
-                d2 = _date_of(m2, zh)
-                if d1 is None or d2 is None or d1 == d2:
-                    continue
-                e1, e2 = _clause(s1, m1.group(), zh), _clause(s2, m2.group(), zh)
-                if not e1 or not e2:
-                    continue
-                (fa, da), (la, db) = sorted([(e1, d1), (e2, d2)], key=lambda p: p[1])
+        who = self._subjects[chunk.doc_id]
+        own = [f for f in self.chunk_facts(chunk) if f.when and f.event]
+        others = [(c, f) for c, f in self._doc_facts(chunk.doc_id) if f.when and f.event]
+        for f1 in own:
+            pairs = [(c2, f2) for c2, f2 in others if f2.when != f1.when and f2.event != f1.event]
+            pairs.sort(key=lambda cf: abs(((cf[1].when or f1.when) - f1.when).days))  # type: ignore[operator]
+            for c2, f2 in pairs[:1]:
+                assert f1.when is not None and f2.when is not None
+                (ea, da, ta), (eb, db, tb) = sorted(
+                    [(f1.event, f1.when, f1.answer), (f2.event, f2.when, f2.answer)],
+                    key=lambda p: p[1],
+                )
                 days = (db - da).days
                 if zh:
-                    q = f"{title}：“{e1}”和“{e2}”，哪件事先发生？相隔多久？"
-                    a = f"“{fa}”先发生（{da.isoformat()}），比“{la}”（{db.isoformat()}）早{days}天。"
+                    q = f"从{ea}到{eb}，相隔多少天？"
+                    a = f"{days}天：{ta}{ea}，{tb}{eb}。"
                 else:
-                    q = f"For {title}, which came first and by how many days: {e1}, or {e2}?"
-                    a = f"{fa} came first ({da.isoformat()}), {days} days before {la} ({db.isoformat()})."
-                yield Draft(
-                    question=q,
-                    answer=a,
-                    label="reasoning",
-                    references=(s1, s2),
-                    chunk_ids=tuple(dict.fromkeys((chunk.chunk_id, c2.chunk_id))),
-                    doc_id=chunk.doc_id,
-                    language="zh" if zh else "en",
-                    generator=self.name,
-                    context=self._context(chunk)
-                    if c2 is chunk
-                    else f"{self._context(chunk)}\n\n{c2.text}",
+                    body = f"How many days passed between the day {ea} and the day {eb}"
+                    q = (
+                        body
+                        if any(n in body for n in who.names())
+                        else f"{body}, at {who.name}"
+                        if who.kind == "org"
+                        else f"{body}, in {who.name}"
+                    ) + "?"
+                    a = f"{days} days: {ea} on {ta}, and {eb} on {tb}."
+                ids = tuple(dict.fromkeys((chunk.chunk_id, c2.chunk_id)))
+                ctx = (
+                    self._context(chunk) if c2 is chunk else f"{self._context(chunk)}\n\n{c2.text}"
+                )
+                yield self._draft(
+                    chunk,
+                    q,
+                    a,
+                    "reasoning",
+                    (f1.sentence, f2.sentence),
+                    chunk_ids=ids,
+                    context=ctx,
+                )
+        yield from self.comparisons(chunk)
+
+    def comparisons(self, chunk: Chunk) -> Iterator[Draft]:
+        """Which of two entities of the same family has the larger value of an attribute
+        both documents state ("What was {e}'s net profit?", "How old was {e}?"): the
+        answer compares two stated values (seed 001: reasoning across passages)."""
+        zh = self._lang(chunk.doc_id) == "zh"
+        who = self._subjects[chunk.doc_id]
+        for f in self.chunk_facts(chunk):
+            attr = _attribute(f.question, [who.name])
+            m = (_COMPARABLE_ZH if zh else _COMPARABLE).match(attr)
+            value = _magnitude(f.answer)
+            if m is None or value is None:
+                continue
+            for other in sorted(self.documents):
+                o_who = self._subjects[other]
+                if other == chunk.doc_id or o_who.family != who.family:
+                    continue
+                match = [
+                    (c2, f2)
+                    for c2, f2 in self._doc_facts(other)
+                    if _attribute(f2.question, [o_who.name]) == attr
+                ]
+                if not match:
+                    continue
+                c2, f2 = match[0]
+                v2 = _magnitude(f2.answer)
+                if v2 is None or v2[1] != value[1] or v2[0] == value[0]:
+                    continue
+                noun = m.group("noun")
+                first = value[0] > v2[0]
+                top, top_f, low, low_f = (who, f, o_who, f2) if first else (o_who, f2, who, f)
+                if zh:
+                    q = f"{who.name}和{o_who.name}，哪家的{noun}更高？"
+                    a = f"{top.name}（{top_f.answer}，{low.name}为{low_f.answer}）。"
+                elif noun is None:
+                    q = f"Who was older, {who.name} or {o_who.name}?"
+                else:
+                    q = f"Which reported the higher {noun}, {who.name} or {o_who.name}?"
+                if not zh:
+                    a = f"{top.name} ({top_f.answer}, against {low_f.answer} for {low.name})."
+                ctx = f"{self._context(chunk)}\n\n{self._context(c2)}"
+                yield self._draft(
+                    chunk,
+                    q,
+                    a,
+                    "reasoning",
+                    (f.sentence, f2.sentence),
+                    chunk_ids=(chunk.chunk_id, c2.chunk_id),
+                    context=ctx,
                 )
                 break
 
+    def _attribute_index(self) -> dict[str, list[tuple[str, str, str]]]:
+        """family → [(attribute question with "{e}", doc it was asked of, the role of
+        the name it replaced: "" for the entity itself, else a party such as "the
+        defendant")]."""
+        if self._attributes is None:
+            index: dict[str, list[tuple[str, str, str]]] = {}
+            for c in self.chunks:
+                who = self._subjects[c.doc_id]
+                for f in self.chunk_facts(c):
+                    attr = _attribute(f.question, self._names(c.doc_id))
+                    if attr:
+                        role = next((r for r, n in who.parties if n in f.question), "")
+                        if who.name in f.question:
+                            role = ""
+                        if re.search(r"[\u4e00-\u9fff]{2,3}案的", f.question):
+                            role = "案"
+                        index.setdefault(who.family, []).append((attr, c.doc_id, role))
+            self._attributes = index
+        return self._attributes
+
     def unanswerable(self, chunk: Chunk) -> Iterator[Draft]:
-        zh = self._lang(chunk.doc_id) == "zh"
-        entity = entity_of(self.documents[chunk.doc_id])
-        for key, template in _UNANSWERABLE_ZH if zh else _UNANSWERABLE_EN:
-            if key in self._corpus_low:
-                continue  # the corpus may state it after all
-            yield Draft(
-                question=template.format(e=entity),
-                answer="",
-                label="unanswerable",
-                references=(),
-                chunk_ids=(chunk.chunk_id,),
-                doc_id=chunk.doc_id,
-                language="zh" if zh else "en",
-                generator=self.name,
-                context=self._context(chunk),
-            )
+        """Attributes the corpus gives for similar entities but not for this one."""
+        who = self._subjects[chunk.doc_id]
+        names = self._names(chunk.doc_id)
+        name = names[-1] if self._lang(chunk.doc_id) == "zh" else who.name
+        doc_text = self.documents[chunk.doc_id].text
+        seen: set[str] = set()
+        for attr, other, role in self._attribute_index().get(who.family, []):
+            if other == chunk.doc_id or attr in seen:
+                continue
+            seen.add(attr)
+            target = who.party(role) if role and role != "案" else name
+            if role == "案" and target is not None:
+                target = next((n for n in names if n.endswith("案")), None)
+            if target is None or _states(doc_text, attr):
+                continue
+            yield self._draft(chunk, attr.replace("{e}", target), "", "unanswerable", ())
 
     def drafts(self, chunk: Chunk, label: str) -> Iterator[Draft]:
         return {
@@ -286,3 +387,96 @@ class OfflineGenerator:
     async def draft_list(self, chunk: Chunk, label: str) -> list[Draft]:
         """:meth:`drafts` as a list (the generator protocol is asynchronous)."""
         return list(self.drafts(chunk, label))
+
+
+_COMPARABLE = re.compile(r"^(?:What was \{e\}'s (?P<noun>[a-z -]+)\?|How old was \{e\}\?)$")
+_COMPARABLE_ZH = re.compile(r"^\{e\}(?:实现|的)?(?P<noun>[\u4e00-\u9fff]{2,12}?)(?:为)?多少钱？$")
+_SCALE = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "万": 1e4, "亿": 1e8}
+
+
+def _magnitude(answer: str) -> tuple[float, str] | None:
+    """``(value, unit)`` of an amount, a percentage or a plain number."""
+    m = re.fullmatch(
+        r"(?:(?P<cur>[A-Z]{3}) )?(?P<n>\d[\d,]*(?:\.\d+)?)(?: (?P<sc>thousand|million|billion))?"
+        r"(?P<pct> ?%)?",
+        answer.strip(),
+    )
+    if m is None:
+        m = re.fullmatch(
+            r"(?P<cur>人民币|美元)?(?P<n>\d[\d,]*(?:\.\d+)?)(?P<sc>万|亿)?元(?P<pct>)", answer
+        )
+    if m is None:
+        return None
+    value = float(m.group("n").replace(",", "")) * _SCALE.get(m.group("sc") or "", 1.0)
+    unit = "%" if m.group("pct") else (m.group("cur") or "")
+    return value, unit
+
+
+_SYNONYMS = (
+    {"founded", "established", "incorporated", "chartered", "formed", "成立"},
+    {"physician", "surgeon", "obstetrician", "doctor", "医师", "医生"},
+)
+_Q_WORDS = {
+    "what",
+    "when",
+    "who",
+    "how",
+    "many",
+    "much",
+    "year",
+    "was",
+    "did",
+    "in",
+    "the",
+    "of",
+    "at",
+    "old",
+    "is",
+    "are",
+    "were",
+    "which",
+}
+
+
+def _attribute(question: str, names: Sequence[str]) -> str:
+    """The question with the entity replaced by "{e}", when it asks a generic attribute
+    (no other proper name, no date or number in it)."""
+    for n in names:
+        if n and n in question:
+            attr = question.replace(n, "{e}")
+            break
+    else:
+        return ""
+    if any(n and n in attr for n in names):
+        return ""  # names another party of the same document
+    rest = attr.replace("{e}", "")
+    if re.search(r"\d", rest):
+        return ""
+    if re.search(r"[\u4e00-\u9fff]", rest):
+        return attr if len(rest) <= 16 else ""
+    words = rest.split()
+    if any(w[:1].isupper() for w in words[1:]) or {"his", "her", "its", "their"} & set(words):
+        return ""
+    return attr
+
+
+def _states(doc_text: str, attr: str) -> bool:
+    """Whether a document (probably) states the attribute: every content word of the
+    attribute question (or a synonym) occurs in it."""
+    low = doc_text.lower()
+    toks = [t for t in content_tokens(attr.replace("{e}", "")) if t not in _Q_WORDS]
+    if re.search(r"[\u4e00-\u9fff]", attr):
+        key = re.sub(
+            r"(多少钱|的|是谁|是哪一天|哪一年|于|多少|什么|何时|？|\{e\})", " ", attr
+        ).split()
+        return all(k in doc_text for k in key) if key else True
+    if not toks:
+        return True
+    missing = 0
+    for t in toks:
+        group = next((g for g in _SYNONYMS if t in g), {t})
+        stem = t[:-1] if t.endswith("s") and len(t) > 4 else t
+        if not any(g in low for g in group) and stem not in low:
+            missing += 1
+    # most of what the question asks about is absent from the document
+    return missing * 2 <= len(toks)

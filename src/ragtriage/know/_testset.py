@@ -246,4 +246,6 @@ def _example(index: int, draft: Draft, scores: Mapping[str, float | None]) -> Ex
 
 
 def rules_critic(documents: Sequence[Document]) -> RulesCritic:
-    return RulesCritic([d.text for d in documents])
+    from ragtriage.know._offline_gen import corpus_entities
+
+    return RulesCritic([d.text for d in documents], corpus_entities(documents))

@@ -15,7 +15,7 @@ from ragtriage.know._critique import LLMCritic, RulesCritic
 from ragtriage.know._io import ledger_line, load_data, open_runner
 from ragtriage.know._llm import LLMLabeller
 from ragtriage.know._llm_gen import SimplePromptGenerator, StatementGenerator
-from ragtriage.know._offline_gen import OfflineGenerator
+from ragtriage.know._offline_gen import OfflineGenerator, corpus_entities
 from ragtriage.know._rules import RulesLabeller
 from ragtriage.know._taxonomy import LabelDecision, items_of, parse_mix
 from ragtriage.know._testset import DraftGenerator, TestsetResult, corpus_chunks, generate_testset
@@ -124,7 +124,7 @@ def run_testset_command(
     judge = (
         LLMCritic(runner)
         if critic == "llm" and runner is not None
-        else RulesCritic([d.text for d in documents])
+        else RulesCritic([d.text for d in documents], corpus_entities(documents))
     )
     if critic not in ("llm", "rules"):
         raise InputError("expected auto, rules or llm", field="--critic")
