@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from ragtriage.config import DiagnosisConfig
-from ragtriage.diagnosis.declined import stage_from_declined
+from ragtriage.diagnosis.declined import stage_from_declined, stage_from_missing
 from ragtriage.diagnosis.stage import (
     GTFlow,
     StageCall,
@@ -104,7 +104,14 @@ def _declined_facts(c: CascadeCase) -> StageCall | None:
 
 
 def _gt_flow(c: CascadeCase) -> StageCall | None:
-    return before_split_reference(c.trace, c.flow, c.config, stage_from_flow(c.flow, c.config))
+    call = stage_from_flow(c.flow, c.config)
+    if call is not None and call.stage is Stage.RERANKING and c.config.entity_extension:
+        # a dropped ground-truth chunk is not the evidence the answer lacks: that
+        # evidence's own chunks decide where it was lost (never retrieved: retrieval)
+        missing = stage_from_missing(c.trace, c.flow, located="evidence")
+        if missing is not None and missing.stage is Stage.RETRIEVAL:
+            call = missing
+    return before_split_reference(c.trace, c.flow, c.config, call)
 
 
 def _chunk_shape(c: CascadeCase) -> StageCall | None:
@@ -113,6 +120,15 @@ def _chunk_shape(c: CascadeCase) -> StageCall | None:
 
 def _depth(c: CascadeCase) -> StageCall | None:
     return stage_from_depth(c.trace, c.flow, c.config)
+
+
+def _missing_evidence(c: CascadeCase) -> StageCall | None:
+    if not c.config.entity_extension:
+        return None
+    # B.2.4 decides by concept coverage; a reference sentence held whole by a chunk that
+    # was never retrieved was lost at retrieval, however the query's concepts spread
+    call = stage_from_missing(c.trace, c.flow, located="reference")
+    return call if call is not None and call.stage is Stage.RETRIEVAL else None
 
 
 def _concept_coverage(c: CascadeCase) -> StageCall | None:
@@ -127,6 +143,7 @@ CASCADE: Final[tuple[CascadeStep, ...]] = (
     CascadeStep("GT flow", _gt_flow),
     CascadeStep("chunk shape", _chunk_shape, after_concepts=True),
     CascadeStep("depth", _depth, after_concepts=True),
+    CascadeStep("missing evidence", _missing_evidence, after_concepts=True),
     CascadeStep("concept coverage", _concept_coverage, after_concepts=True),
 )
 

@@ -20,13 +20,18 @@ figure of several.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis.answer_eval import gt_coverage, missing_facts, states_keypoint
+from ragtriage.diagnosis.concepts import gt_doc_texts
 from ragtriage.diagnosis.rules import UNSEEN_FACT
-from ragtriage.diagnosis.stage import GTFlow, StageCall
+from ragtriage.diagnosis.stage import GTFlow, StageCall, chunks_by_doc, reference_span
 from ragtriage.records import Stage, Trace
 
-__all__ = ["stage_from_declined"]
+__all__ = ["MissingEvidence", "missing_evidence", "stage_from_declined", "stage_from_missing"]
 
 
 #: answer-evaluation rules for an answer that lacks a ground-truth fact: it declines it
@@ -42,6 +47,138 @@ def _holds(fact: str, text: str, *, keypoint: bool) -> bool:
     return all(gt_coverage(fact, text).covered)
 
 
+@dataclass(frozen=True, slots=True)
+class MissingEvidence:
+    """Where the evidence of the ground-truth facts an answer lacks went: for each located
+    fact (``(fact, chunk)``: the fact and the holder that got furthest), whether a chunk
+    holding it reached the generator, was retrieved and dropped, or was never retrieved."""
+
+    in_context: tuple[tuple[str, str], ...]
+    dropped: tuple[tuple[str, str], ...]
+    unretrieved: tuple[tuple[str, str], ...]
+    #: the facts located through a reference sentence that states them
+    by_reference: frozenset[str] = frozenset()
+    #: the facts a ground-truth chunk holds (the rest: by their words in another chunk of
+    #: the document)
+    in_gt_chunk: frozenset[str] = frozenset()
+
+    @property
+    def located(self) -> bool:
+        return bool(self.in_context or self.dropped or self.unretrieved)
+
+
+def missing_evidence(trace: Trace, gt_ids: Sequence[str] = ()) -> MissingEvidence | None:
+    """The fate of the chunks that hold what the answer lacks (the ground truth's keypoints
+    it does not state, else its statements it does not make); ``None`` for an unanswerable
+    question or an answer that lacks nothing. A fact held by several chunks goes as far as
+    the furthest of them; of the ground-truth chunks ``gt_ids`` when one of them holds it;
+    facts no chunk holds are left out (they say nothing)."""
+    ex = trace.example
+    if not ex.answerable:
+        return None
+    missing = missing_facts(ex, trace.answer)
+    if not missing:
+        return None
+    keypoint = bool(ex.keypoints)
+    context = set(trace.context)
+    retrieved = {h.chunk_id for h in trace.retrieved}
+    seen: list[tuple[str, str]] = []
+    dropped: list[tuple[str, str]] = []
+    lost: list[tuple[str, str]] = []
+    spans = _reference_chunks(trace)
+    gt = set(gt_ids)
+    by_reference: set[str] = set()
+    in_gt_chunk: set[str] = set()
+    for fact in missing:
+        # the reference sentences that state the fact, and the chunks that hold them (a
+        # loose word match of the fact alone may find it in another chunk of the document)
+        holders = [
+            c for ref, chunks in spans if _holds(fact, ref, keypoint=keypoint) for c in chunks
+        ]
+        if holders:
+            by_reference.add(fact)
+        else:
+            holders = [
+                c.chunk_id for c in trace.gt_doc_chunks if _holds(fact, c.text, keypoint=keypoint)
+            ]
+        if not holders:
+            continue
+        if gt & set(holders):
+            holders = [h for h in holders if h in gt]
+            in_gt_chunk.add(fact)
+        if any(h in context for h in holders):
+            seen.append((fact, next(h for h in holders if h in context)))
+        elif any(h in retrieved for h in holders):
+            dropped.append((fact, next(h for h in holders if h in retrieved)))
+        else:
+            lost.append((fact, holders[0]))
+    return MissingEvidence(
+        tuple(seen), tuple(dropped), tuple(lost), frozenset(by_reference), frozenset(in_gt_chunk)
+    )
+
+
+def _reference_chunks(trace: Trace) -> list[tuple[str, list[str]]]:
+    """Each located reference sentence with the GT-document chunks that hold it whole
+    (several where chunks overlap); a reference no one chunk holds whole is left out."""
+    refs = [r.strip() for r in trace.example.references if r.strip()]
+    if not refs or not trace.gt_doc_chunks:
+        return []
+    texts = gt_doc_texts(trace)
+    groups = chunks_by_doc(trace.gt_doc_chunks)
+    out: list[tuple[str, list[str]]] = []
+    for ref in refs:
+        for doc_id, (text, offset) in texts.items():
+            span = reference_span(text, ref)
+            if span is None:
+                continue
+            s, e = span[0] + offset, span[1] + offset
+            whole = [c.chunk_id for c in groups[doc_id] if c.start <= s and c.end >= e]
+            if whole:
+                out.append((ref, whole))
+            break
+    return out
+
+
+def stage_from_missing(
+    trace: Trace, flow: GTFlow, *, located: Literal["any", "evidence", "reference"] = "any"
+) -> StageCall | None:
+    """The earliest stage at which the evidence of what the answer lacks was lost, when
+    none of it reached the generator: retrieval when a chunk holding a missing fact was
+    never retrieved (however many other ground-truth chunks were retrieved and dropped),
+    reranking when every such chunk was retrieved and then dropped; ``None`` when some
+    missing fact was in the generator's context, or none is located. ``located``: a
+    retrieval call only for a fact whose reference sentence a never-retrieved chunk holds
+    whole ("reference"), or that or a never-retrieved ground-truth chunk holding it
+    ("evidence"), not for one found only in another chunk of the document ("any")."""
+    ev = missing_evidence(trace, flow.gt_ids)
+    if ev is None or ev.in_context or not ev.located:
+        return None
+    lost = [
+        (f, c)
+        for f, c in ev.unretrieved
+        if located == "any"
+        or f in ev.by_reference
+        or (located == "evidence" and f in ev.in_gt_chunk)
+    ]
+    reached = f"{len(flow.in_context)}/{len(flow.gt_ids)} ground-truth chunks reached the generator"
+    if lost:
+        fact, chunk = lost[0]
+        return StageCall(
+            Stage.RETRIEVAL,
+            f"the answer lacks {fact!r}: its evidence {chunk} was never retrieved ({reached}, "
+            "none holding that fact)",
+        )
+    if ev.unretrieved or not ev.dropped:
+        return None
+    rank = {h.chunk_id: h.rank for h in trace.retrieved}
+    fact, chunk = ev.dropped[0]
+    return StageCall(
+        Stage.RERANKING,
+        f"the answer lacks {fact!r}: its evidence {chunk} was retrieved (rank {rank[chunk]}) "
+        f"but not forwarded to the generator ({reached}, none holding that fact)",
+    )
+
+
 def stage_from_declined(
     trace: Trace, flow: GTFlow, config: DiagnosisConfig, answer_rule: str | None
 ) -> StageCall | None:
@@ -52,38 +189,4 @@ def stage_from_declined(
         return None
     if len(flow.in_context) / len(flow.gt_ids) <= config.generator_gt_share:
         return None
-    ex = trace.example
-    missing = missing_facts(ex, trace.answer)
-    if not missing:
-        return None
-    keypoint = bool(ex.keypoints)
-    context = set(trace.context)
-    rank = {h.chunk_id: h.rank for h in trace.retrieved}
-    outside: list[tuple[str, str]] = []
-    for fact in missing:
-        holders = [
-            c.chunk_id for c in trace.gt_doc_chunks if _holds(fact, c.text, keypoint=keypoint)
-        ]
-        if not holders:
-            continue  # not located: says nothing about where it went
-        if any(h in context for h in holders):
-            return None  # the generator had it and declined or dropped it
-        outside.append((fact, holders[0]))
-    if not outside:
-        return None
-    fact, chunk = outside[0]
-    dropped = [(f, c) for f, c in outside if c in rank]
-    if dropped:
-        fact, chunk = dropped[0]
-        return StageCall(
-            Stage.RERANKING,
-            f"the answer lacks {fact!r}: its evidence {chunk} was retrieved (rank {rank[chunk]}) "
-            f"but not forwarded to the generator ({len(flow.in_context)}/{len(flow.gt_ids)} "
-            "ground-truth chunks reached it, none holding that fact)",
-        )
-    return StageCall(
-        Stage.RETRIEVAL,
-        f"the answer lacks {fact!r}: its evidence {chunk} was never retrieved "
-        f"({len(flow.in_context)}/{len(flow.gt_ids)} ground-truth chunks reached the "
-        "generator, none holding that fact)",
-    )
+    return stage_from_missing(trace, flow)

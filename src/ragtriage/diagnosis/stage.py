@@ -71,6 +71,7 @@ __all__ = [
     "chunks_by_doc",
     "gt_flow",
     "holding_chunks",
+    "reference_span",
     "stage_from_chunk_shape",
     "stage_from_coverage",
     "stage_from_depth",
@@ -496,7 +497,8 @@ def _place(c: Chunk) -> tuple[int, int]:
     return c.start, c.index
 
 
-def _reference_span(text: str, ref: str) -> tuple[int, int] | None:
+def reference_span(text: str, ref: str) -> tuple[int, int] | None:
+    """Where ``ref`` lies in ``text`` (verbatim, else located loosely); ``None`` if not."""
     at = text.find(ref)
     if at >= 0:
         return at, at + len(ref)
@@ -539,7 +541,7 @@ def chunk_shape_findings(
     for ref in refs:
         for doc_id in gt_docs:
             text, offset = texts.get(doc_id, ("", 0))
-            span = _reference_span(text, ref) if text else None
+            span = reference_span(text, ref) if text else None
             if span is None:
                 continue
             s, e = span[0] + offset, span[1] + offset
