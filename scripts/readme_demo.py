@@ -96,12 +96,21 @@ def run_demo(
     """Run the loop; ``echo`` prints each command and its output as ``make`` would. Exits
     with the failing command's status when one fails (the gate's included)."""
     printed: list[str] = []
+    # this checkout's code, also when the interpreter's package is installed from another
+    # (a worktree of the repository run with the main checkout's virtual environment)
+    paths = [str(ROOT / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     t0 = time.perf_counter()
     for args, shown in demo_steps(out, weak, judge, gate):
         if echo:
             print("ragtriage " + shlex.join(args), flush=True)
         done = subprocess.run(
-            [*_ragtriage(), *args], cwd=cwd, stdout=subprocess.PIPE, text=True, check=False
+            [*_ragtriage(), *args],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+            check=False,
         )
         if shown:
             printed.append(done.stdout)
@@ -208,7 +217,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             run = run_demo(f"{tmp}/demo", weak=weak, cwd=Path(tmp))
             warm = run_demo(f"{tmp}/demo", weak=weak, cwd=Path(tmp))
             if warm.quoted != run.quoted:
-                raise SystemExit("two runs of the loop printed different figures")
+                sys.exit(
+                    "two runs of the loop printed different figures:\n"
+                    + "\n".join(["empty embedding cache:", *run.quoted])
+                    + "\n"
+                    + "\n".join(["filled embedding cache:", *warm.quoted])
+                )
     if args.action == "check":
         expected, got = readme_block(), run.quoted
         if expected != got:
