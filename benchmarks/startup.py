@@ -2,6 +2,7 @@
 heavy modules each one imports.
 
 Run: .venv/bin/python benchmarks/startup.py [--runs 7] [--zh] [--importtime]
+         [--baseline OTHER/src]
 
 Times (median of ``--runs`` fresh processes, after one warm-up run that also writes the
 bytecode caches) of
@@ -19,7 +20,9 @@ of the child) is given next to it: on a busy machine the CPU column is the stead
 Then each command runs once more in a probe interpreter that lists the heavy modules it
 imported (an LLM SDK on any of these paths is a defect; tests/test_startup.py checks
 it). ``--importtime`` adds the ten slowest imports of the diagnose command by their own
-time (``python -X importtime``).
+time (``python -X importtime``). ``--baseline DIR`` times the ragtriage package under DIR
+(the ``src`` of another checkout, e.g. a ``git worktree`` of an older commit) too, its
+runs alternating with this checkout's, so that both meet the same load.
 """
 
 from __future__ import annotations
@@ -85,24 +88,33 @@ def _command() -> list[str]:
     return [str(script)] if script.is_file() else [sys.executable, "-m", "ragtriage"]
 
 
-def _time(args: list[str], cwd: Path) -> tuple[float, float]:
+def _env(src: Path) -> dict[str, str]:
+    """The environment that makes ``src``'s ragtriage the one imported."""
+    return {**os.environ, "PYTHONPATH": str(src)}
+
+
+def _time(args: list[str], cwd: Path, src: Path) -> tuple[float, float]:
     """(wall s, CPU s) of one run of ``ragtriage ARGS``; a failure stops the benchmark."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     done = subprocess.run(
-        [*_command(), *args], cwd=cwd, capture_output=True, text=True, check=False
+        [*_command(), *args], cwd=cwd, env=_env(src), capture_output=True, text=True
     )
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
-        raise SystemExit(f"ragtriage {' '.join(args)} failed:\n{done.stderr}")
+        raise SystemExit(f"ragtriage {' '.join(args)} ({src}) failed:\n{done.stderr}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall, cpu
 
 
-def _imported(args: list[str], cwd: Path) -> list[str]:
+def _imported(args: list[str], cwd: Path, src: Path) -> list[str]:
     done = subprocess.run(
-        [sys.executable, "-c", _PROBE, *args], cwd=cwd, capture_output=True, text=True
+        [sys.executable, "-c", _PROBE, *args],
+        cwd=cwd,
+        env=_env(src),
+        capture_output=True,
+        text=True,
     )
     if done.returncode != 0:
         raise SystemExit(f"probe of {' '.join(args)} failed:\n{done.stderr}")
@@ -114,6 +126,7 @@ def _slowest_imports(args: list[str], cwd: Path, n: int = 10) -> list[tuple[int,
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "ragtriage", *args],
         cwd=cwd,
+        env=_env(ROOT / "src"),
         capture_output=True,
         text=True,
     )
@@ -132,7 +145,15 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=7, help="timed runs per command")
     parser.add_argument("--zh", action="store_true", help="a Chinese trace")
     parser.add_argument("--importtime", action="store_true", help="slowest imports of diagnose")
+    parser.add_argument(
+        "--baseline", type=Path, help="another checkout's src to time as well (alternating)"
+    )
     args = parser.parse_args()
+    sources = {"this": ROOT / "src"}
+    if args.baseline is not None:
+        if not (args.baseline / "ragtriage" / "__init__.py").is_file():
+            raise SystemExit(f"{args.baseline}: no ragtriage package here (give a src folder)")
+        sources["baseline"] = args.baseline.resolve()
 
     work = Path(tempfile.mkdtemp(prefix="ragtriage-startup-"))
     try:
@@ -151,23 +172,33 @@ def main() -> int:
             f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; "
             f"median of {args.runs} runs (one warm-up run first)"
         )
-        print(f"{'command':10s} {'wall s':>8s} {'cpu s':>8s}  target (wall)")
+        header = "".join(f" {name + ' wall':>14s} {name + ' cpu':>13s}" for name in sources)
+        print(f"{'command':10s}{header}  target (wall, this)")
         for name, cmd in commands.items():
-            _time(cmd, work)  # warm-up: bytecode caches, the page cache; writes diagnoses
-            walls, cpus = zip(*(_time(cmd, work) for _ in range(args.runs)), strict=True)
-            wall, cpu = statistics.median(walls), statistics.median(cpus)
+            samples: dict[str, list[tuple[float, float]]] = {k: [] for k in sources}
+            for src in sources.values():
+                _time(cmd, work, src)  # warm-up: bytecode caches, page cache; diagnoses
+            for _ in range(args.runs):
+                for label, src in sources.items():  # alternating: the same load for both
+                    samples[label].append(_time(cmd, work, src))
+            cells = []
+            for label in sources:
+                walls, cpus = zip(*samples[label], strict=True)
+                cells.append(f" {statistics.median(walls):14.3f} {statistics.median(cpus):13.3f}")
+            wall = statistics.median(w for w, _ in samples["this"])
             target = TARGETS.get(name)
             verdict = (
                 ""
                 if target is None
                 else f"<= {target:.1f} s: {'met' if wall <= target else 'NOT met'}"
             )
-            print(f"{name:10s} {wall:8.3f} {cpu:8.3f}  {verdict}")
+            print(f"{name:10s}{''.join(cells)}  {verdict}")
         print(f"load average {os.getloadavg()[0]:.2f} at end")
-        print("heavy modules imported:")
-        for name, cmd in commands.items():
-            found = _imported(cmd, work)
-            print(f"  {name:10s} {', '.join(found) if found else '(none of them)'}")
+        for label, src in sources.items():
+            print(f"heavy modules imported ({label}: {src}):")
+            for name, cmd in commands.items():
+                found = _imported(cmd, work, src)
+                print(f"  {name:10s} {', '.join(found) if found else '(none of them)'}")
         if args.importtime:
             print("slowest imports of diagnose (own time, python -X importtime):")
             for us, module in _slowest_imports(commands["diagnose"], work):
