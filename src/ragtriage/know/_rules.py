@@ -1,10 +1,15 @@
 """Offline question-type labeller: deterministic rules over context, question and answer
 (EN + ZH), each decision with the rule that made it.
 
-The rules follow the definitions of seed 001, Table 1 / App. D:
+The rules follow the definitions of seed 001, Table 1 / App. D, and label the
+(context, question) pair: the gold answer is optional and the dataset's answerable flag
+is not read.
 
-1. the dataset marks the question unanswerable (or gives no answer and the question's
-   terms are not in the context) → ``unanswerable``;
+1. the context does not answer the question → ``unanswerable``: most of the question's
+   content words are absent from the context (seed 001's "Is tomato a fruit or a
+   vegetable?" over a coffee patent), or the question expects an answer of a type (a
+   date for "when", a number for "how many / how much", a year, a person for "who")
+   and no sentence of the context about the question's terms holds a span of that type;
 2. the answer holds a number that the context does not (a difference, a duration, a
    product), or the question asks for a comparison, an order, an elapsed time or a
    yes/no verdict → ``reasoning``;
@@ -92,6 +97,136 @@ def _units(answer: str) -> int:
     return sum(1 for p in pieces if len(content_tokens(p)) >= 3)
 
 
+_Q_WORDS = {
+    "what",
+    "when",
+    "who",
+    "whom",
+    "whose",
+    "where",
+    "why",
+    "how",
+    "which",
+    "many",
+    "much",
+    "name",
+    "year",
+    "day",
+    "date",
+    "did",
+    "does",
+    "do",
+    "was",
+    "were",
+    "is",
+    "are",
+}
+_MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
+_TYPE_SPANS: dict[str, re.Pattern[str]] = {
+    "date": re.compile(
+        rf"\b\d{{1,2}} (?:{_MONTHS})\b|\b(?:{_MONTHS}) \d{{1,2}}\b|\b(?:{_MONTHS}) \d{{4}}\b"
+        r"|\d{4}-\d{2}-\d{2}|\d{1,2}月\d{1,2}日|\d{4}年",
+        re.IGNORECASE,
+    ),
+    "year": re.compile(r"\b(?:1[89]|20)\d{2}\b|\d{4}年"),
+    "number": re.compile(
+        r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|dozen)\b|[一二三四五六七八九十百千万亿]"
+    ),
+    "person": re.compile(
+        r"\b(?:Dr|Mr|Ms|Mrs|Prof)\.? [A-Z]|\b[A-Z][a-z]+ [A-Z][a-z]+\b|(?:医师|法官|审判长|董事长|总经理|总监)[：:]?[\u4e00-\u9fff]{2,3}"
+    ),
+}
+_EXPECTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^\s*(?:in )?what year\b|哪一年|哪年", re.I), "year"),
+    (
+        re.compile(
+            r"^\s*(?:when|on what (?:date|day)|what date)\b|何时|什么时候|哪一天|哪天|日期", re.I
+        ),
+        "date",
+    ),
+    (
+        re.compile(
+            r"\bhow (?:many|much|old|long|far)\b|\bwhat (?:percentage|share|amount)\b"
+            r"|多少|几",
+            re.I,
+        ),
+        "number",
+    ),
+    (
+        re.compile(r"^\s*(?:who|whom)\b|\bname of the (?:person|doctor|judge|chair)|谁", re.I),
+        "person",
+    ),
+)
+
+
+def expected_type(question: str) -> str | None:
+    """The type of answer a question asks for (date, year, number, person), if any."""
+    for pattern, kind in _EXPECTS:
+        if pattern.search(question):
+            return kind
+    return None
+
+
+def _key_tokens(question: str) -> list[str]:
+    return [t for t in content_tokens(question) if t not in _Q_WORDS]
+
+
+def _stem(token: str) -> str:
+    """A crude stem: the first five characters of a Latin word, CJK tokens as they are."""
+    return token[:5] if token.isascii() else token
+
+
+def _stems(text: str) -> set[str]:
+    """Stems of the content words; Chinese text by characters (paraphrases keep them)."""
+    return {_stem(t) for t in content_tokens(text) if t.isascii() or len(t) == 1}
+
+
+_NO_SPAN_TYPE = re.compile(
+    r"\bhow long\b|\bhow much (?:time|more|less|longer)\b| or |\bmore\b|\blonger\b|\bfaster\b"
+    r"|\bbetween\b|\bafter\b|\bbefore\b|还是|谁的|更|相隔|之间",
+    re.IGNORECASE,
+)
+
+
+def context_answers(question: str, context: str) -> tuple[bool, str]:
+    """Whether the context can answer the question, judged from the two alone, and why.
+
+    Most of the question's content words (stems) must be in the context, and when the
+    question expects a date / year / number / person, a sentence of the context that
+    shares the question's specific words (those not in most of its sentences, such as
+    the entity's name) must hold a span of that type."""
+    keys = _stems(" ".join(_key_tokens(question)))
+    if not keys:
+        return True, "no content words to look up"
+    ctx_stems = _stems(context)
+    found = keys & ctx_stems
+    share = len(found) / len(keys)
+    if share < (0.5 if not question.isascii() else 0.3):
+        return False, f"only {share:.0%} of the question's content words are in the context"
+    kind = expected_type(question)
+    if _NO_SPAN_TYPE.search(question):
+        kind = None  # a comparison or an interval: the answer is derived, not a span
+    if kind is None:
+        return True, f"{share:.0%} of the question's content words are in the context"
+    sentences = [s.text for s in split_sentences(context) if s.text.strip()]
+    stems_of = [_stems(s) for s in sentences]
+    common = {k for k in found if sum(k in st for st in stems_of) > max(2, 0.3 * len(sentences))}
+    specific = (found - common) or found
+    need = max(1, round(0.5 * len(specific)))
+    q_numbers = set(_NUMBER.findall(question))
+    for s, stems in zip(sentences, stems_of, strict=True):
+        if len(specific & stems) < need:
+            continue
+        body = s
+        for n in q_numbers:
+            body = body.replace(n, " ")
+        if _TYPE_SPANS[kind].search(body):
+            return True, f"a sentence about the question's terms holds a {kind}"
+    return False, (
+        f"the question asks for a {kind} and no sentence of the context about its terms holds one"
+    )
+
+
 def _question_cue(question: str, patterns: Sequence[re.Pattern[str]]) -> str | None:
     for pattern in patterns:
         m = pattern.search(question)
@@ -117,21 +252,16 @@ def rules_label(item: LabelItem) -> LabelDecision:
     q = item.question
     answer = item.answer.strip()
     source = f"{item.context}\n{item.documents}"
-    if not item.answerable:
-        return decide("unanswerable", "the dataset marks the question unanswerable")
     if not item.context.strip():
         return decide("unanswerable", "no ground-truth context to answer from")
+    answers, why = context_answers(q, source)
+    if not answers:
+        return decide("unanswerable", f"from the context alone: {why}")
     reasoning_cue = _question_cue(q, (_REASONING_EN, _REASONING_ZH))
     if reasoning_cue is None and _YES_NO_EN.search(q):
         reasoning_cue = "a yes/no question"
     summary_cue = _question_cue(q, (_SUMMARY_EN, _SUMMARY_ZH))
     if not answer:
-        qcov, _ = _coverage(q, item.context, "")
-        if qcov < UNSUPPORTED:
-            return decide(
-                "unanswerable",
-                f"no answer given and only {qcov:.0%} of the question's words are in the context",
-            )
         if reasoning_cue:
             return decide("reasoning", f"no answer given; the question asks {reasoning_cue!r}")
         if summary_cue:
