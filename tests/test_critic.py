@@ -197,6 +197,20 @@ def test_contradicted_unsupported_and_mixed_up_answers() -> None:
     assert _judge("Who founded Acme Corp?", "").tier3 == ["Lack of Direct Answer"]
 
 
+def test_entities_mixed_up_across_sentences_and_passages() -> None:
+    # the answer is about another company than the question's
+    drift = _judge("When was Acme Corp founded?", "Globex Inc was founded in 2005 in Shelbyville.")
+    assert drift.judgement == "error" and drift.tier3 == ["Entity Misattribution"]
+    assert "Globex Inc" in drift.analysis and "Acme Corp" in drift.analysis
+    # a pronoun may stand for the question's entity: no mix-up claimed
+    pronoun = ["Acme Corp makes widgets. It was founded in 1999 by Ann Lee."]
+    ok = _judge("When was Acme Corp founded?", "Acme Corp was founded in 1999.", pronoun)
+    assert ok.judgement == "correct"
+    # a question that asks for a name: the new name is the answer, not a drift
+    who = _judge("Who founded Acme Corp?", "Ann Lee founded the company in Springfield.")
+    assert who.judgement == "correct"
+
+
 def test_tier3_tags_are_published_tags_of_their_tier2_never_ragec_names() -> None:
     system = error_system()
     by_name = {t.name: t for t in system.tier2}

@@ -775,43 +775,87 @@ def _sentence_names(sentence: str) -> list[str]:
     return names
 
 
+_PRONOUN: Final = re.compile(
+    r"\b(?:it|its|he|his|she|her|they|their|them|him|this|these|the\s+company|the\s+group)\b"
+    r"|其|该公司|该|他|她|它",
+    re.IGNORECASE,
+)
+
+
+def _fact_positions(sentence: str, qs: Sequence[Quantity], ds: Sequence[DateMention]) -> list[int]:
+    out = [x.start for x in extract_quantities(sentence) if any(quantities_match(q, x) for q in qs)]
+    out += [x.start for x in extract_dates(sentence) if any(dates_match(d, x) for d in ds)]
+    return out
+
+
 def _entity_mix(answer: str, question: str, passages: Sequence[str]) -> str | None:
-    """A claim naming one entity with a number or date that the passages give, in every
-    sentence that holds it, only to another named entity."""
+    """A claim naming one entity with a number or date that every passage sentence
+    holding it gives to another named entity: a sentence that names that other entity
+    before the fact, with no pronoun in between that could stand for the claim's one
+    ("Globex Inc was founded in 2005" for "Acme Corp was founded in 2005")."""
     sentences = [s.text for p in passages for s in split_sentences(p)]
-    all_norm = f" {normalize(' '.join(passages))} "
+    asked = extract_dates(question)
+    asked_q = extract_quantities(question)
     for claim in split_sentences(answer):
         names = [n for n in extract_entities(claim.text) if normalize(n)]
         if len(names) != 1:
             continue
         name = names[0]
         low = normalize(name)
-        if f" {low} " not in all_norm:
-            continue
-        asked = extract_dates(question)
-        facts_q = [q for q in extract_quantities(claim.text) if q.unit]
+        facts_q = [
+            q
+            for q in extract_quantities(claim.text)
+            if q.unit and not any(quantities_match(q, a) for a in asked_q)
+        ]
         facts_d = [
             d for d in extract_dates(claim.text) if not any(dates_match(d, a) for a in asked)
         ]
-        holders: list[str] = []
-        for s in sentences:
-            if any(quantities_match(q, x) for q in facts_q for x in extract_quantities(s)) or any(
-                dates_match(d, x) for d in facts_d for x in extract_dates(s)
-            ):
-                holders.append(s)
+        holders = [(s, pos) for s in sentences if (pos := _fact_positions(s, facts_q, facts_d))]
         if not holders:
             continue
-        if any(f" {low} " in f" {normalize(s)} " for s in holders):
-            continue
-        others = [
-            n
-            for s in holders
-            for n in _sentence_names(s)
-            if normalize(n) and normalize(n) != low and not _in_question(n, f" {low} ")
-        ]
-        if others:
-            return f"the passages give it to {others[0]!r}, not {name!r}: {_short(holders[0])!r}"
+        other: str | None = None
+        for s, pos in holders:
+            if f" {low} " in f" {normalize(s)} ":
+                other = None
+                break
+            head = s[: min(pos)]
+            before = [
+                n
+                for n in _sentence_names(head)
+                if normalize(n) and normalize(n) != low and not _in_question(n, f" {low} ")
+            ]
+            if not before or _PRONOUN.search(head[head.find(before[-1]) :]):
+                other = None
+                break
+            other = other or before[-1]
+        if other is not None:
+            return f"the passages give it to {other!r}, not {name!r}: {_short(holders[0][0])!r}"
     return None
+
+
+_SELECTING: Final = frozenset({"person", "name", "org", "place", "choice"})
+
+
+def _subject_drift(answer: str, question: str, asks: Sequence[Ask]) -> str | None:
+    """A sentence-long answer to a question about named entities that names none of
+    them but other entities ("Globex Inc was founded in 2005" for "When was Acme Corp
+    founded?"). Not for questions that ask for a name: the new name is the answer."""
+    if any(a.kind in _SELECTING for a in asks) or len(answer.split()) <= _SHORT:
+        return None  # a bare value ("In 1999.") names nothing to drift to
+    subjects = [n for n in extract_entities(question) if normalize(n)]
+    if not subjects:
+        return None
+    from ragtriage.diagnosis.question_parts import QuestionPart, mentions_part
+
+    if any(mentions_part(QuestionPart(n, "entity"), answer) for n in subjects):
+        return None
+    norm = f" {normalize(answer)} "
+    if any(f" {w} " in norm for n in subjects for w in normalize(n).split() if len(w) > 3):
+        return None  # "Halvorsen" for "Halvorsen Maritime Logistics"
+    others = [n for n in _names(answer, question, persons_only=False) if not has_cjk(n)]
+    if not others:
+        return None
+    return f"the question asks about {', '.join(subjects)}; it names {', '.join(others[:3])}"
 
 
 def _contradictions(answer: str, question: str, passages: Sequence[str]) -> str | None:
@@ -835,15 +879,37 @@ _DANGLING: Final = frozenset(
 _CITATION: Final = re.compile(r"\s*(?:\[\d+(?:[,\s]+\d+)*\]\s*)+$")
 
 
+_CUT_NUMBER: Final = re.compile(r"\b(?:on|at|in|of|by|to|from|until|since)\s+\d{1,2}$", re.I)
+_CUT_UNIT: Final = re.compile(
+    r"\b(?:USD|EUR|GBP|CAD|AUD|CNY|RMB|HKD|JPY|CHF|SGD|INR|US\$|\$|€|£)$|人民币$|约$"
+)
+
+
+def _unnamed_in_question(answer: str, question: str) -> bool:
+    """The answer holds a name the question writes without naming it ("who became the
+    mamodo king in zatch bell" → "Zatch Bell"); a name the question itself names
+    ("… warned Victor Lanning …") is a participant, not the answer."""
+    named = {normalize(n) for n in extract_entities(question)}
+    return any(normalize(n) not in named for n in extract_entities(answer))
+
+
 def _truncated(text: str) -> str | None:
-    """A sentence of ``text`` cut off mid-way: it ends on a function word ("… the CAD 740
-    million contract to") with no sentence mark."""
+    """A sentence of ``text`` cut off mid-way, with no sentence mark: it ends on a
+    function word ("… the CAD 740 million contract to"), on a currency with no amount
+    ("Net profit was USD"), on a day number with no month ("performed on 4"), or (Chinese)
+    on a comma."""
     for sentence in split_sentences(text):
         t = _CITATION.sub("", sentence.text).rstrip()
-        if not t or t[-1] in ".!?。！？\"'”)]:;":
+        if not t:
+            continue
+        if t[-1] in "，、," and has_cjk(t):
+            return t
+        if t[-1] in ".!?。！？\"'”)]:;":
             continue
         last = re.findall(r"[\w'’-]+", t[-24:])
         if last and last[-1].lower() in _DANGLING:
+            return t
+        if _CUT_NUMBER.search(t) or _CUT_UNIT.search(t):
             return t
     return None
 
@@ -1002,7 +1068,7 @@ def reference_free_findings(
     for ask in typed:
         if answer_has_kind(ask, final, question):
             continue
-        if ask.kind in ("person", "name") and restates and extract_entities(final):
+        if ask.kind in ("person", "name") and restates and _unnamed_in_question(final, question):
             continue  # "Zatch Bell became the Mamodo King": the question's own name answers
         if ask.kind == "reason":
             findings.append(
@@ -1083,7 +1149,9 @@ def reference_free_findings(
                     f"The question compares two things; the prediction does not address {side!r}.",
                 )
             )
-    if (mix := _entity_mix(final, question, passages)) is not None:
+    if (drift := _subject_drift(final, question, asks)) is not None:
+        findings.append(Finding("entity_mix", f"The prediction is about another entity: {drift}."))
+    elif (mix := _entity_mix(final, question, passages)) is not None:
         findings.append(Finding("entity_mix", f"The prediction mixes up entities: {mix}."))
     if not findings:
         what = ", ".join(_KIND_WORDS[a.kind] for a in typed) or "no particular type"
