@@ -1,10 +1,12 @@
 """``ragtriage correct RUN`` — critic-guided correction with a closed loop (seed 004 §3.3).
 
 Rebuilds the run's pipeline (from its manifest config, or ``--config``; the bundled demo
-corpus for a demo run, else ``--data``), corrects every failing trace with planned
-programs run in the sandboxed executor, keeps a correction only when the rules judge
-ranks it higher, and writes a new run directory (manifest, traces, diagnoses) for
-``ragtriage compare RUN OUT``.
+corpus for a demo run, else ``--data``), corrects every trace the reference-free critic
+judges an error with planned programs run in the sandboxed executor, keeps a correction
+only when the critic (and the LLM critic with ``--llm-critic``) ranks it higher — no gold
+answer is read to decide — and writes a new run directory (manifest, traces, gold-answer
+diagnoses) for ``ragtriage compare RUN OUT``. The gold answer only evaluates: how many
+kept corrections are better, worse or no different by it.
 """
 
 from __future__ import annotations
@@ -34,7 +36,18 @@ def register(app: typer.Typer) -> None:
     def correct(
         run: Path = typer.Argument(..., help="Run directory (manifest.json + traces.jsonl)."),
         out: Path = typer.Option(..., "--out", help="Directory of the corrected run."),
-        planner_name: str = typer.Option("table", "--planner", help="table (offline) | llm"),
+        planner_name: str = typer.Option(
+            "table",
+            "--planner",
+            help="table (offline, Table 11) | llm (the LLM writes the programs; the table "
+            "plans an attempt the LLM gives no program for)",
+        ),
+        llm_critic: bool = typer.Option(
+            False,
+            "--llm-critic",
+            help="Also judge candidates with the LLM critic (reference-free): kept only "
+            "when neither critic ranks them lower and one ranks them higher.",
+        ),
         iterations: int = typer.Option(2, "--iterations", min=1, max=10, help="Rounds per trace."),
         data: str | None = typer.Option(None, "--data", help="Dataset of the run (not demo)."),
         config: Path | None = typer.Option(
@@ -53,7 +66,14 @@ def register(app: typer.Typer) -> None:
         """Correct failing answers; keep only judge-proven improvements; write a new run."""
         from ragtriage.cli.diagnose import _config, _runner, read_traces
         from ragtriage.config import PipelineConfig, load_config
-        from ragtriage.critic import LLMPlanner, OfflinePlanner, correct_traces, corrected_run
+        from ragtriage.critic import (
+            LLMCritic,
+            LLMPlanner,
+            OfflinePlanner,
+            correct_traces,
+            corrected_run,
+            correction_summary,
+        )
         from ragtriage.data import load_dataset, load_demo
         from ragtriage.jsonl import atomic_write_text, write_jsonl
         from ragtriage.llm import run_sync
@@ -87,15 +107,20 @@ def register(app: typer.Typer) -> None:
             submit=llm_batch_submit,
             retry_failed=llm_batch_retry_failed,
             cache=cache,
-            uses_llm=planner_name == "llm",
+            uses_llm=planner_name == "llm" or llm_critic,
         )
-        if planner_name == "llm":
+        judge_llm: LLMCritic | None = None
+        if planner_name == "llm" or llm_critic:
             runner = (
                 batch.runner()
                 if batch is not None
                 else _runner(llm_cfg, dry_run=False, no_cache=False, cache=cache)
             )
-            planner = LLMPlanner(runner, model=llm_cfg.llm.with_env().model or "")
+            llm_model = llm_cfg.llm.with_env().model or ""
+            if planner_name == "llm":
+                planner = LLMPlanner(runner, model=llm_model)
+            if llm_critic:
+                judge_llm = LLMCritic(runner, model=llm_model)
         if batch is not None and needs_llm(cfg):
             # the pipeline's LLM stages export their requests to the same batch
             from ragtriage.llm._batch import BatchOnlyClient
@@ -118,6 +143,7 @@ def register(app: typer.Typer) -> None:
                     max_steps=max_steps,
                     timeout_s=timeout_s,
                     config=cfg.diagnosis,
+                    llm_critic=judge_llm,
                 )
             finally:
                 await pipeline.aclose()
@@ -138,12 +164,7 @@ def register(app: typer.Typer) -> None:
         write_jsonl(out / "traces.jsonl", new_traces)
         write_jsonl(out / "diagnoses.jsonl", new_diags)
         atomic_write_text(out / "manifest.json", json.dumps(new_manifest, indent=1) + "\n")
-        touched = sum(1 for o in outcomes if o.touched)
-        improved = sum(1 for o in outcomes if o.improved)
         console = Console()
-        console.print(
-            f"corrected {improved} of {touched} failing trace(s) touched "
-            f"({len(outcomes)} traces); wrote {out}",
-            highlight=False,
-        )
+        console.print(correction_summary(outcomes).line(), highlight=False)
+        console.print(f"wrote {out}", highlight=False)
         console.print(f"compare: ragtriage compare {run} {out}", highlight=False)

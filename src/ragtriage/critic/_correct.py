@@ -1,10 +1,15 @@
 """Critic-guided correction (seed 004, §3.3, Tables 11–12, Algorithm 1), closed-loop.
 
-For every failing trace: a **planner** writes a small program over the five action
-functions (Prompt F names), the sandboxed executor (:func:`run_program`) runs it over
-ragtriage's own pipeline, the corrected answer is **re-diagnosed**, and it is kept only
-when the judge says it is better (correct > possible_correct > incorrect; ties keep the
-original). Up to ``iterations`` rounds (Table 6), each planning from the last kept state.
+For every trace the **reference-free critic** judges an error (no gold answer is read: in
+production there is none): a **planner** writes a small program over the five action
+functions (Prompt F names) from the critic's tiers and analysis, the sandboxed executor
+(:func:`run_program`) runs it over ragtriage's own pipeline, the critic judges the
+candidate, and it is kept only when the critic ranks it higher (correct > undetermined >
+error; with an LLM critic configured as well, no critic may rank it lower and one must
+rank it higher). Up to ``iterations`` rounds (Table 6), each planning from the last kept
+state. The gold-answer (rules) judge only **evaluates** the result afterwards: each kept
+correction is better, worse or no different by the gold answer
+(:func:`correction_summary`).
 
 The five action functions and their 15 sub-actions (Table 12)::
 
@@ -20,13 +25,16 @@ The five action functions and their 15 sub-actions (Table 12)::
 Offline, the query and document actions are extractive (documented per action in
 :class:`PipelineActions`); with an LLM generator ``GenerateAnswer`` passes the additional
 instruction on. The offline planner is Table 11 as fixed programs (:data:`TIER1_PROGRAMS`,
-reached from tier-1 types or RAGEC types via :data:`~ragtriage.critic.RAGEC_TO_TIERS`);
-the LLM planner asks for a program with Prompt F-style instructions.
+reached from the critic's tier-1 types, or RAGEC types via
+:data:`~ragtriage.critic.RAGEC_TO_TIERS`); the LLM planner asks for a program with Prompt
+F-style instructions and, when the LLM gives none (a failed call, an empty reply), runs the
+table's program for that attempt.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import re
 from collections.abc import Callable, Coroutine, Sequence
@@ -34,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ragtriage.config import DiagnosisConfig
+from ragtriage.critic._critic import CriticInput, CriticVerdict, LLMCritic, ReferenceFreeCritic
 from ragtriage.critic._executor import run_program
 from ragtriage.critic._system import tiers_of_ragec
 from ragtriage.errors import ProgramRejected
@@ -46,12 +55,15 @@ __all__ = [
     "TIER1_ACTIONS",
     "TIER1_PROGRAMS",
     "CorrectionOutcome",
+    "CorrectionSummary",
     "LLMPlanner",
     "OfflinePlanner",
     "PipelineActions",
     "answer_rank",
     "correct_traces",
     "corrected_run",
+    "correction_summary",
+    "critic_rank",
     "planner_prompt",
     "programs_for",
     "programs_for_ragec",
@@ -150,13 +162,19 @@ def programs_for_ragec(error_type: ErrorType | str) -> list[tuple[str, str]]:
     return programs_for(tiers_of_ragec(error_type)[0])
 
 
-def _tier1_of(d: Diagnosis) -> list[str]:
-    if d.tier1:
-        return list(d.tier1)
+def _tier1_of(v: CriticVerdict | Diagnosis) -> list[str]:
+    """Tier-1 types of a critic verdict (or of a diagnosis: its tiers, else its RAGEC
+    types')."""
+    if v.tier1:
+        return list(v.tier1)
+    types = (
+        v.ragec_types
+        if isinstance(v, CriticVerdict)
+        else [t for t in (v.error_type, v.second_type) if t is not None]
+    )
     out: list[str] = []
-    for t in (d.error_type, d.second_type):
-        if t is not None:
-            out += [x for x in tiers_of_ragec(t)[0] if x not in out]
+    for t in types:
+        out += [x for x in tiers_of_ragec(t)[0] if x not in out]
     return out
 
 
@@ -308,30 +326,38 @@ class PipelineActions:
 
 
 class OfflinePlanner:
-    """Table 11 → fixed programs: attempt ``i`` runs the ``i``-th program of the
-    diagnosis's tier-1 types (closest first), then, with ``fallback``, the other rows of
-    the table in order (the closed loop keeps only what the judge proves better)."""
+    """Table 11 → fixed programs: attempt ``i`` runs the ``i``-th program of the critic's
+    tier-1 types (closest first), then, with ``fallback``, the other rows of the table in
+    order (the closed loop keeps only what the critic ranks better)."""
 
     name = "table"
 
     def __init__(self, *, fallback: bool = True) -> None:
         self.fallback = fallback
 
-    def options(self, diagnosis: Diagnosis) -> list[tuple[str, str]]:
-        tier1 = _tier1_of(diagnosis)
+    def options(self, verdict: CriticVerdict | Diagnosis) -> list[tuple[str, str]]:
+        tier1 = _tier1_of(verdict)
         if self.fallback or not tier1:
             tier1 = [*tier1, *TIER1_PROGRAMS]
         return programs_for(tier1)
 
-    async def plan(self, trace: Trace, diagnosis: Diagnosis, attempt: int) -> str | None:
-        options = self.options(diagnosis)
+    async def plan(
+        self, trace: Trace, verdict: CriticVerdict | Diagnosis, attempt: int
+    ) -> str | None:
+        options = self.options(verdict)
         return options[attempt][1] if attempt < len(options) else None
 
 
 # Adapted from seed 004 (RAG-Critic), App. B, Prompt F (executor-based planning): the
 # function list, the variables given, and the Table 11 actions for the critic's types.
-def planner_prompt(trace: Trace, diagnosis: Diagnosis, docs: Sequence[str]) -> str:
-    tier1 = _tier1_of(diagnosis)
+def planner_prompt(trace: Trace, verdict: CriticVerdict | Diagnosis, docs: Sequence[str]) -> str:
+    tier1 = _tier1_of(verdict)
+    tier2 = list(verdict.tier2) if isinstance(verdict, CriticVerdict) else []
+    analysis = (
+        verdict.analysis
+        if isinstance(verdict, CriticVerdict)
+        else f"{verdict.answer_reason} {verdict.stage_reason}"
+    )
     actions = "\n".join(f"- {t}: {' '.join(TIER1_ACTIONS[t])}" for t in tier1 if t in TIER1_ACTIONS)
     listing = "\n".join(f"[{i}] {d[:500]}" for i, d in enumerate(docs))
     return (
@@ -349,7 +375,8 @@ def planner_prompt(trace: Trace, diagnosis: Diagnosis, docs: Sequence[str]) -> s
         "prediction are given. The last line must assign the final answer to `answer`.\n\n"
         f"Query: {trace.example.query}\nDocs:\n{listing}\nPrediction: {trace.answer}\n"
         f"Error types: {', '.join(tier1) or 'unknown'}\n"
-        f"Error analysis: {diagnosis.answer_reason} {diagnosis.stage_reason}\n"
+        + (f"Error subtypes: {', '.join(tier2)}\n" if tier2 else "")
+        + f"Error analysis: {analysis}\n"
         f"Suggested actions (error-action table):\n{actions or '- retrieve more evidence'}\n\n"
         "Reply with the program only, in a ```python block."
     )
@@ -360,25 +387,41 @@ _CODE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
 
 class LLMPlanner:
     """Prompt F-style planning through the runner; the program only ever runs through
-    :func:`run_program`. A failed call or an empty reply plans nothing."""
+    :func:`run_program`. When the LLM gives no program (a failed call, an empty reply)
+    the ``fallback`` planner (the fixed table) plans that attempt, unless the request is
+    pending in a batch. ``last_source`` says who wrote the last program."""
 
     name = "llm"
 
-    def __init__(self, runner: LLMRunner, *, model: str = "", max_tokens: int = 400) -> None:
+    def __init__(
+        self,
+        runner: LLMRunner,
+        *,
+        model: str = "",
+        max_tokens: int = 400,
+        fallback: OfflinePlanner | None = None,
+    ) -> None:
         self._runner = runner
         self._model = model
         self._max_tokens = max_tokens
+        self.fallback = fallback if fallback is not None else OfflinePlanner()
         self.failures: list[str] = []
         #: the last plan was not answered yet (batch mode): later attempts would build on
         #: an attempt that has not run, so the loop stops for this trace
         self.pending = False
+        self.last_source = "llm"
 
     async def plan(
-        self, trace: Trace, diagnosis: Diagnosis, attempt: int, docs: Sequence[str] = ()
+        self,
+        trace: Trace,
+        verdict: CriticVerdict | Diagnosis,
+        attempt: int,
+        docs: Sequence[str] = (),
     ) -> str | None:
+        self.last_source = "llm"
         request = ChatRequest.of(
             None,
-            planner_prompt(trace, diagnosis, docs),
+            planner_prompt(trace, verdict, docs),
             model=self._model,
             temperature=0.0 if attempt == 0 else 0.7,
             seed=attempt,
@@ -386,21 +429,33 @@ class LLMPlanner:
         )
         outcome = await self._runner.try_complete(request, purpose="correction_plan")
         self.pending = isinstance(outcome, LLMFailure) and outcome.kind == "batch_pending"
+        if self.pending:
+            return None
         if isinstance(outcome, LLMFailure):
             self.failures.append(outcome.reason)
-            return None
+            return await self._fallback(trace, verdict, attempt, outcome.reason)
         text = outcome.text
         m = _CODE.search(text)
         program = (m.group(1) if m else text).strip()
-        return program or None
+        if not program:
+            return await self._fallback(trace, verdict, attempt, "empty reply")
+        return program
+
+    async def _fallback(
+        self, trace: Trace, verdict: CriticVerdict | Diagnosis, attempt: int, why: str
+    ) -> str | None:
+        program = await self.fallback.plan(trace, verdict, attempt)
+        if program is not None:
+            self.last_source = f"table (LLM planner: {why})"
+        return program
 
 
 # -- the loop --------------------------------------------------------------------------------
 
 
 def answer_rank(d: Diagnosis) -> int:
-    """correct (or a warranted abstention) 3 > possible_correct 2 > incorrect 1 >
-    undetermined 0."""
+    """Gold-answer rank (evaluation only): correct (or a warranted abstention) 3 >
+    possible_correct 2 > incorrect 1 > undetermined 0."""
     if d.answer_label is None:
         return 0
     if not d.needs_diagnosis:
@@ -408,13 +463,86 @@ def answer_rank(d: Diagnosis) -> int:
     return 2 if d.answer_label is AnswerLabel.POSSIBLE_CORRECT else 1
 
 
+def critic_rank(v: CriticVerdict) -> int:
+    """Critic rank (selection): correct 2 > undetermined 1 > error 0."""
+    if v.judgement == "correct":
+        return 2
+    return 0 if v.judgement == "error" else 1
+
+
 @dataclass(frozen=True)
 class CorrectionOutcome:
+    """One trace after the loop. ``verdicts`` are the critics' verdicts of the kept
+    answer (the offline critic first); ``gold_before`` and ``diagnosis`` the gold-answer
+    judge's diagnoses of the original and of the kept answer (evaluation only)."""
+
     trace: Trace
     diagnosis: Diagnosis
     touched: bool
     improved: bool
     attempts: tuple[dict[str, Any], ...]
+    verdicts: tuple[CriticVerdict, ...] = ()
+    gold_before: Diagnosis | None = None
+
+    @property
+    def gold_change(self) -> int | None:
+        """+1 better, -1 worse, 0 no different by the gold answer; ``None`` when nothing
+        was kept, nothing was evaluated, or the gold judge could not decide."""
+        if not self.improved or self.gold_before is None:
+            return None
+        before, after = answer_rank(self.gold_before), answer_rank(self.diagnosis)
+        if before == 0 or after == 0:
+            return None
+        return (after > before) - (after < before)
+
+
+@dataclass(frozen=True)
+class CorrectionSummary:
+    """What the loop did, and how the gold answer judges it (``judged`` = 0: nothing
+    was evaluated)."""
+
+    traces: int
+    flagged: int
+    kept: int
+    better: int
+    worse: int
+    same: int
+    undecided: int
+    correct_before: int
+    correct_after: int
+    judged: int
+
+    def line(self) -> str:
+        head = f"critic flagged {self.flagged} of {self.traces} answer(s); kept {self.kept}"
+        if not self.judged:
+            return head + " (no gold answers: not evaluated)"
+        return (
+            f"{head}: {self.better} better by the gold answer, {self.worse} worse, "
+            f"{self.same} no different, {self.undecided} undecided; gold-judged correct "
+            f"{self.correct_before} → {self.correct_after} of {self.judged}"
+        )
+
+
+def correction_summary(outcomes: Sequence[CorrectionOutcome]) -> CorrectionSummary:
+    """Counts of :class:`CorrectionOutcome`; "correct" is :func:`answer_rank` 3."""
+    changes = [o.gold_change for o in outcomes if o.improved]
+    judged = [
+        (o.gold_before, o.diagnosis)
+        for o in outcomes
+        if o.gold_before is not None and answer_rank(o.gold_before) > 0
+    ]
+    return CorrectionSummary(
+        traces=len(outcomes),
+        flagged=sum(1 for o in outcomes if o.touched),
+        kept=sum(1 for o in outcomes if o.improved),
+        better=changes.count(1),
+        worse=changes.count(-1),
+        same=changes.count(0),
+        undecided=changes.count(None),
+        correct_before=sum(1 for b, _ in judged if answer_rank(b) == 3),
+        correct_after=sum(1 for _, a in judged if answer_rank(a) == 3),
+        judged=len(judged),
+    )
 
 
 def _docs_of(trace: Trace) -> list[str]:
@@ -435,6 +563,23 @@ def _candidate(trace: Trace, answer: str, context: list[str], made: dict[str, Ch
     )
 
 
+async def _verdicts(
+    trace: Trace, offline: ReferenceFreeCritic, llm: LLMCritic | None
+) -> tuple[CriticVerdict, ...]:
+    """The critics' verdicts of a trace, never with its gold answer."""
+    inp = CriticInput.from_trace(trace, reference=False)
+    out = [offline.judge_one(inp)]
+    if llm is not None:
+        out.append(await llm.judge_one(inp))
+    return tuple(out)
+
+
+def _better(cand: Sequence[CriticVerdict], best: Sequence[CriticVerdict]) -> bool:
+    """No critic ranks the candidate lower and one ranks it higher."""
+    pairs = [(critic_rank(c), critic_rank(b)) for c, b in zip(cand, best, strict=True)]
+    return all(c >= b for c, b in pairs) and any(c > b for c, b in pairs)
+
+
 async def correct_traces(
     traces: Sequence[Trace],
     diagnoses: Sequence[Diagnosis],
@@ -445,78 +590,100 @@ async def correct_traces(
     max_steps: int = 2000,
     timeout_s: float = 60.0,
     config: DiagnosisConfig | None = None,
+    critic: ReferenceFreeCritic | None = None,
+    llm_critic: LLMCritic | None = None,
+    evaluate: bool = True,
 ) -> list[CorrectionOutcome]:
-    """Algorithm 1 with the closed loop: failing traces are corrected, re-diagnosed with
-    the rules judge, and a correction is kept only when it ranks higher."""
+    """Algorithm 1 with the closed loop, reference-free: the traces a critic judges an
+    error are corrected, and a candidate is kept only when no critic ranks it lower and
+    one ranks it higher. With ``evaluate`` the gold-answer rules judge diagnoses the
+    original (``diagnoses`` when given) and the kept answer afterwards; it never decides
+    what is kept."""
     from ragtriage.diagnosis.engine import Diagnoser
 
+    offline = critic if critic is not None else ReferenceFreeCritic()
     judge = Diagnoser("rules", "ragec", config if config is not None else DiagnosisConfig(), None)
     by_id = {d.example_id: d for d in diagnoses}
     loop = asyncio.get_running_loop()
     out: list[CorrectionOutcome] = []
     for trace in traces:
-        first = by_id.get(trace.example.example_id)
-        if first is None:
-            first = (await judge.diagnose_many([trace], 1))[0]
-        best_trace, best_diag = trace, first
+        first = await _verdicts(trace, offline, llm_critic)
+        best_trace, best = trace, first
         attempts: list[dict[str, Any]] = []
-        if first.needs_diagnosis and first.answer_label is not None:
-            for attempt in range(iterations):
-                if answer_rank(best_diag) >= 3:
+        flagged = any(v.judgement == "error" for v in first)
+        for attempt in range(iterations if flagged else 0):
+            if all(critic_rank(v) == 2 for v in best):
+                break
+            docs = _docs_of(best_trace)
+            lead = next((v for v in best if v.judgement == "error"), best[0])
+            if isinstance(planner, LLMPlanner):
+                program = await planner.plan(best_trace, lead, attempt, docs)
+            else:
+                program = await planner.plan(best_trace, lead, attempt)
+            if program is None:
+                attempts.append({"attempt": attempt, "planned": False})
+                if isinstance(planner, LLMPlanner) and planner.pending:
                     break
-                docs = _docs_of(best_trace)
-                if isinstance(planner, LLMPlanner):
-                    program = await planner.plan(best_trace, best_diag, attempt, docs)
-                else:
-                    program = await planner.plan(best_trace, best_diag, attempt)
-                if program is None:
-                    attempts.append({"attempt": attempt, "planned": False})
-                    if isinstance(planner, LLMPlanner) and planner.pending:
-                        break
-                    continue
-                lang = best_trace.example.language or detect_language(best_trace.example.query)
-                actions = PipelineActions(pipeline, loop, language=lang, current_docs=docs)
-                variables = {
-                    "query": best_trace.example.query,
-                    "docs": docs,
-                    "prediction": best_trace.answer,
-                }
-                record: dict[str, Any] = {"attempt": attempt, "program": program}
-                try:
-                    result = await asyncio.to_thread(
-                        run_program,
-                        program,
-                        actions.functions(),
-                        max_steps=max_steps,
-                        timeout_s=timeout_s,
-                        variables=variables,
-                    )
-                except ProgramRejected as exc:
-                    attempts.append({**record, "rejected": str(exc)})
-                    continue
-                if not isinstance(result, str):
-                    attempts.append({**record, "rejected": "the program's result is no answer"})
-                    continue
-                cand = _candidate(best_trace, result, actions.last_context, actions.made)
-                cand_diag = (await judge.diagnose_many([cand], 1))[0]
-                better = answer_rank(cand_diag) > answer_rank(best_diag)
-                attempts.append(
-                    {
-                        **record,
-                        "actions": actions.log,
-                        "label": cand_diag.answer_label.value if cand_diag.answer_label else None,
-                        "kept": better,
-                    }
+                continue
+            lang = best_trace.example.language or detect_language(best_trace.example.query)
+            actions = PipelineActions(pipeline, loop, language=lang, current_docs=docs)
+            variables = {
+                "query": best_trace.example.query,
+                "docs": docs,
+                "prediction": best_trace.answer,
+            }
+            record: dict[str, Any] = {"attempt": attempt, "program": program}
+            if isinstance(planner, LLMPlanner):
+                record["planner"] = planner.last_source
+            try:
+                result = await asyncio.to_thread(
+                    run_program,
+                    program,
+                    actions.functions(),
+                    max_steps=max_steps,
+                    timeout_s=timeout_s,
+                    variables=variables,
                 )
-                if better:
-                    best_trace, best_diag = cand, cand_diag
+            except ProgramRejected as exc:
+                attempts.append({**record, "rejected": str(exc)})
+                continue
+            if not isinstance(result, str):
+                attempts.append({**record, "rejected": "the program's result is no answer"})
+                continue
+            if " ".join(result.split()) == " ".join(best_trace.answer.split()):
+                attempts.append({**record, "actions": actions.log, "same_answer": True})
+                continue  # the same answer over other passages is no correction
+            cand = _candidate(best_trace, result, actions.last_context, actions.made)
+            cand_verdicts = await _verdicts(cand, offline, llm_critic)
+            better = _better(cand_verdicts, best)
+            attempts.append(
+                {
+                    **record,
+                    "actions": actions.log,
+                    "critic": [v.judgement for v in cand_verdicts],
+                    "kept": better,
+                }
+            )
+            if better:
+                best_trace, best = cand, cand_verdicts
+        given = by_id.get(trace.example.example_id)
+        gold_before: Diagnosis | None = None
+        if evaluate:
+            gold_before = given if given is not None else (await judge.diagnose_many([trace], 1))[0]
+        if best_trace is trace and (given is not None or gold_before is not None):
+            diagnosis = given if given is not None else gold_before
+        else:
+            diagnosis = (await judge.diagnose_many([best_trace], 1))[0]
+        assert diagnosis is not None
         out.append(
             CorrectionOutcome(
                 trace=best_trace,
-                diagnosis=best_diag,
-                touched=bool(attempts),
+                diagnosis=diagnosis,
+                touched=flagged,
                 improved=best_trace is not trace,
                 attempts=tuple(attempts),
+                verdicts=best,
+                gold_before=gold_before,
             )
         )
     return out
@@ -541,8 +708,10 @@ def corrected_run(
         "corrected_from": old_id,
         "correction": {
             "planner": planner,
+            "selection": "reference-free critic",
             "touched": sum(1 for o in outcomes if o.touched),
             "improved": sum(1 for o in outcomes if o.improved),
+            "gold_evaluation": dataclasses.asdict(correction_summary(outcomes)),
         },
     }
     traces: list[Trace] = []
@@ -550,7 +719,12 @@ def corrected_run(
     for o in outcomes:
         meta = dict(o.trace.metadata)
         if o.touched:
-            meta["correction"] = {"kept": o.improved, "attempts": list(o.attempts)}
+            meta["correction"] = {
+                "kept": o.improved,
+                "attempts": list(o.attempts),
+                "critic": [v.model_dump(mode="json") for v in o.verdicts],
+                "gold_change": o.gold_change,
+            }
         traces.append(o.trace.model_copy(update={"run_id": new_id, "metadata": meta}))
         diagnoses.append(o.diagnosis.model_copy(update={"run_id": new_id}))
     return new_manifest, traces, diagnoses
