@@ -17,6 +17,7 @@ from ragtriage.critic import (
     CriticVerdict,
     LLMCritic,
     ReferenceFreeCritic,
+    critic_agreement,
     critique_traces,
     error_system,
     parse_critic_reply,
@@ -245,6 +246,31 @@ def test_the_bundled_tier3_tags_are_the_published_ones() -> None:
     }
     for tag3, tier2, _ in FINDING_TAGS.values():
         assert tag3.casefold() in published[tier2]
+
+
+async def test_agreement_with_gold_answer_diagnoses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ragtriage.diagnosis.engine import Diagnoser
+
+    wrong = make_trace()  # "2005", the distractor's year
+    right = make_trace(example_id="q2", answer="Acme Corp was founded in 1999.", context=["gd_0"])
+    diagnoses = await Diagnoser("rules", "ragec").diagnose_many([wrong, right], 1)
+    verdicts = await critique_traces([wrong, right], critic="rules", reference=False)
+    assert [v.judgement for v in verdicts] == ["error", "correct"]
+    agreement = critic_agreement(verdicts, diagnoses)
+    assert (agreement.n, agreement.agree, agreement.false_correct) == (2, 2, 0)
+    fooled = [verdicts[0].model_copy(update={"judgement": "correct"}), verdicts[1]]
+    assert critic_agreement(fooled, diagnoses).false_correct == 1
+    # the CLI prints it for a run with gold-answer diagnoses
+    run = tmp_path / "run"
+    run.mkdir()
+    write_jsonl(run / "traces.jsonl", [wrong, right])
+    write_jsonl(run / "diagnoses.jsonl", diagnoses)
+    with pytest.raises(SystemExit) as exc:
+        main(["critic", str(run)])
+    assert exc.value.code in (0, None)
+    assert "agree on 2 of 2; 0 called correct that" in " ".join(capsys.readouterr().out.split())
 
 
 async def test_rules_critic_with_reference_maps_the_diagnosis_to_tiers() -> None:

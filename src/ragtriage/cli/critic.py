@@ -1,6 +1,8 @@
 """``ragtriage critic RUN`` — RAG-Critic verdicts (seed 004): Correct/Error + tier tags.
 
-Writes ``critic.jsonl`` next to the traces (or into ``--out``) and prints the counts.
+Writes ``critic.jsonl`` next to the traces (or into ``--out``) and prints the counts; a
+critic run without the gold answer on a run that has ``diagnoses.jsonl`` (gold-answer
+diagnoses) also prints how far the two agree.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ def register(app: typer.Typer) -> None:
             read_traces,
             resolve_input,
         )
-        from ragtriage.critic import critique_traces
+        from ragtriage.critic import critic_agreement, critique_traces
         from ragtriage.jsonl import write_jsonl
         from ragtriage.llm import run_sync
         from ragtriage.store import read_diagnoses
@@ -75,8 +77,9 @@ def register(app: typer.Typer) -> None:
         traces = read_traces(traces_path)
         diagnoses = None
         existing = traces_path.parent / DIAGNOSES_FILE
-        if critic_name == "rules" and reference and existing.is_file():
-            diagnoses = read_diagnoses(existing)
+        gold_diagnoses = read_diagnoses(existing) if existing.is_file() else None
+        if critic_name == "rules" and reference:
+            diagnoses = gold_diagnoses
         cfg = _config(config, base_url, model, None)
         batch = open_batch(
             cfg.llm,
@@ -139,4 +142,6 @@ def register(app: typer.Typer) -> None:
         tier1 = Counter(t for v in verdicts for t in v.tier1)
         for name, n in tier1.most_common():
             console.print(f"  {name}: {n}", highlight=False)
+        if not reference and gold_diagnoses:
+            console.print(critic_agreement(verdicts, gold_diagnoses).line(), highlight=False)
         console.print(f"wrote {out_path}", highlight=False)

@@ -35,11 +35,13 @@ from ragtriage.text import detect_language
 
 __all__ = [
     "Critic",
+    "CriticAgreement",
     "CriticInput",
     "CriticVerdict",
     "LLMCritic",
     "ReferenceFreeCritic",
     "RulesCritic",
+    "critic_agreement",
     "critic_prompt",
     "critique_traces",
     "parse_critic_reply",
@@ -225,6 +227,55 @@ class RulesCritic:
             else:
                 out.append(verdict_of_diagnosis(d, critic=self.name))
         return out
+
+
+class CriticAgreement(BaseModel):
+    """A critic's Correct/Error against gold-answer diagnoses of the same traces."""
+
+    model_config = ConfigDict(frozen=True)
+
+    n: int = Field(description="Traces with both a verdict and a decided diagnosis.")
+    agree: int
+    false_correct: int = Field(description="Called correct; the gold answer fails it.")
+    false_error: int = Field(description="Called an error; the gold answer passes it.")
+    undetermined: int = Field(description="Undetermined verdicts (counted as disagreeing).")
+
+    def line(self) -> str:
+        return (
+            f"against the gold-answer diagnoses: agree on {self.agree} of {self.n}; "
+            f"{self.false_correct} called correct that the gold answer fails, "
+            f"{self.false_error} called an error that it passes, "
+            f"{self.undetermined} undetermined"
+        )
+
+
+def critic_agreement(
+    verdicts: Sequence[CriticVerdict], diagnoses: Sequence[Diagnosis]
+) -> CriticAgreement:
+    """Correct/Error of ``verdicts`` against the diagnoses' passing/failing (a diagnosis
+    whose answer evaluation is undetermined is left out)."""
+    gold = {d.example_id: not d.needs_diagnosis for d in diagnoses if d.answer_label is not None}
+    n = agree = false_correct = false_error = undetermined = 0
+    for v in verdicts:
+        passes = gold.get(v.example_id)
+        if passes is None:
+            continue
+        n += 1
+        if v.judgement is None:
+            undetermined += 1
+        elif (v.judgement == "correct") == passes:
+            agree += 1
+        elif v.judgement == "correct":
+            false_correct += 1
+        else:
+            false_error += 1
+    return CriticAgreement(
+        n=n,
+        agree=agree,
+        false_correct=false_correct,
+        false_error=false_error,
+        undetermined=undetermined,
+    )
 
 
 # -- reference-free, offline ---------------------------------------------------------------
