@@ -662,3 +662,15 @@ def test_a_four_digit_number_before_a_unit_is_an_amount_not_a_year(text: str, un
 def test_lengths_in_other_units_do_not_match() -> None:
     cm, inch = extract_quantities("20 cm")[0], extract_quantities("20 inches")[0]
     assert not quantities_match(cm, inch)
+
+
+def test_a_place_name_missing_from_every_source_is_unsupported_zh() -> None:
+    # 都 is a stop character, so 成 stood alone and one unsupported character never
+    # counted: a missing place name was read as supported (blamed on generation)
+    sup = content_support("成都", ["某公司总部位于杭州。"])
+    assert sup.unsupported == sup.total == 1 and sup.examples == ("成",)
+    assert content_support("总部位于成都", ["某公司总部位于杭州。"]).unsupported == 1
+    # a place the source does name stays supported
+    assert content_support("总部位于杭州", ["某公司总部位于杭州。"]).unsupported == 0
+    # English: a missing place name is unsupported as before
+    assert content_support("Chengdu", ["The company is based in Hangzhou."]).unsupported == 1

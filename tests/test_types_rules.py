@@ -1442,3 +1442,42 @@ def test_a_slip_of_magnitude_is_one_even_when_the_context_holds_that_value() -> 
     evidence = fired(ctx)
     assert "slip of magnitude" in evidence.get(E.E16, ""), evidence
     assert top_type(ctx) is E.E16, evidence
+
+
+@pytest.mark.parametrize("strategy", ["single-step", "stage-sequential"])
+@pytest.mark.parametrize(
+    ("gt_text", "query", "gt_answer", "answer"),
+    [
+        (
+            "Acme Corp was founded in 1999.",
+            "When was Acme Corp founded?",
+            "Acme Corp was founded in 1999.",
+            "Acme Corp was founded in 2005.",
+        ),
+        (
+            "甲公司成立于1999年。",
+            "甲公司成立于哪一年？",
+            "甲公司成立于1999年。",
+            "甲公司成立于2005年。",
+        ),
+    ],
+)
+async def test_a_one_sentence_document_is_one_sentence_for_the_chunking_tests(
+    strategy: str, gt_text: str, query: str, gt_answer: str, answer: str
+) -> None:
+    # a ground-truth document of one sentence ending with its terminator counted zero
+    # sentences, and the chunk-size test divided by it (ZeroDivisionError)
+    from diag_helpers import make_trace
+    from ragtriage.diagnosis.engine import Diagnoser
+
+    trace = make_trace(
+        query=query,
+        gt_answer=gt_answer,
+        answer=answer,
+        gt_texts=(gt_text,),
+        retrieved=["od_0", "od_1"],
+        reranked=["od_0"],
+        context=["od_0"],
+    )
+    d = await Diagnoser("rules", strategy).diagnose(trace)  # type: ignore[arg-type]
+    assert d.needs_diagnosis and d.stage is not None and d.error_type is not None

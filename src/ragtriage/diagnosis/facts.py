@@ -2236,8 +2236,11 @@ def content_support(text: str, sources: Iterable[str]) -> Support:
     units, how many are unsupported, and the unsupported words/CJK spans in text order.
     """
     support: set[str] = set()
+    chars: set[str] = set()
     for src in sources:
-        support |= _prepare(src).terms
+        prepared = _prepare(src)
+        support |= prepared.terms
+        chars.update(prepared.compact)
     words, runs = _content_units(text)
     total = len(words)
     examples = [
@@ -2268,7 +2271,9 @@ def content_support(text: str, sources: Iterable[str]) -> Support:
                 j += 1
             length = j - i
             total += length - 1
-            if length >= 2:
+            # a lone unsupported character (its neighbour a stop character: "成都", 都
+            # being one) is unsupported when no source has the character at all
+            if length >= 2 or run[i] not in chars:
                 unsupported += length
                 examples.append((start + i, run[i:j]))
             i = j

@@ -252,7 +252,8 @@ def _sentence_count(text: str) -> int:
     if not t:
         return 0
     n = len(_RE_SENT_END.findall(t))
-    return n + (0 if t[-1] in ".!?。！？；" else 1)
+    # a text that ends with its only terminator ("One sentence.") is still a sentence
+    return max(1, n + (0 if t[-1] in ".!?。！？；" else 1))
 
 
 def _approx_tokens(text: str) -> int:
