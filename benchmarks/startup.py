@@ -162,6 +162,9 @@ def main() -> int:
         traces = run / "traces.jsonl"
         trace = real_trace(0, "wrong_number", zh=args.zh)
         traces.write_text(trace.model_dump_json() + "\n", encoding="utf-8")
+        # a run directory as `ragtriage run` leaves one (report reads the manifest)
+        manifest = {"run_id": trace.run_id or "startup", "name": "startup"}
+        (run / "manifest.json").write_text(json.dumps(manifest) + "\n", encoding="utf-8")
         commands = {
             "--help": ["--help"],
             "validate": ["validate", str(traces)],
