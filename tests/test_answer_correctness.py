@@ -134,12 +134,13 @@ def test_empty_declining_and_unanswerable() -> None:
 
 
 def test_evaluate_registers_the_scores_and_empty_answers_score_zero() -> None:
+    zh: dict[str, Any] = ZH
     traces = [
         make_trace(example_id="right", answer="Acme Corp was founded in 1999.", context=["gd_0"]),
         make_trace(example_id="empty", answer="", context=["gd_0"]),
         make_trace(example_id="dots", answer="…。", context=["gd_0"]),
         make_trace(example_id="una", answerable=False, gt_answer="", answer="Maybe 1999."),
-        make_trace(example_id="zh", answer="阿克米公司成立于1999年。", context=["gd_0"], **ZH),
+        make_trace(example_id="zh", answer="阿克米公司成立于1999年。", context=["gd_0"], **zh),
     ]
     extra = extra_scores(traces, None, EMB, g_eval=False, rubrics=None, selfcheck_n=0, seed=0)
     rows, agg = evaluate_answers(traces, OfflineJudge(EMB), EMB, resamples=50, extra=extra)
@@ -238,3 +239,41 @@ def test_llm_correctness_dry_run_estimates_both_calls(
     runner.close()
     assert llm_server.chat_requests == 0
     assert runner.ledger.summary().total.estimated_calls == 2  # identical items share both
+
+
+# ---------------------------------------------------------------- diagnosis and report
+
+
+def test_every_diagnosis_carries_the_graded_score_and_reports_show_its_mean() -> None:
+    import asyncio
+
+    from ragtriage.diagnosis import Diagnoser
+    from ragtriage.report.aggregate import summarize
+    from ragtriage.report.compare import compare_summaries, evaluate_gate, parse_gate
+    from ragtriage.report.terminal import headline
+
+    right = make_trace(example_id="r", answer="Acme Corp was founded in 1999.")
+    wrong = make_trace(example_id="w", answer="Acme Corp was founded in 2005.")
+    una = make_trace(example_id="u", answerable=False, gt_answer="", answer="I don't know.")
+    diagnoser = Diagnoser("rules")
+    d_right, d_wrong, d_una = (asyncio.run(diagnoser.diagnose(t)) for t in (right, wrong, una))
+    assert d_right.answer_correctness is not None and d_wrong.answer_correctness is not None
+    assert (d_right.answer_correctness.precision, d_right.answer_correctness.f1) == (1.0, 1.0)
+    assert d_wrong.answer_correctness.f1 == 0.0  # the year conflicts with the ground truth
+    assert d_una.answer_correctness is not None and d_una.answer_correctness.f1 is None
+    assert d_una.answer_correctness.undetermined_reason == "no ground-truth answer"
+    # the rest of the diagnosis is what it was: the field is additive
+    assert d_wrong.answer_label is not None and d_wrong.needs_diagnosis
+
+    before = summarize([d_wrong, d_wrong.model_copy(update={"example_id": "w2"}), d_una])
+    after = summarize([d_right, d_wrong, d_una])
+    assert before.answer_correctness is not None and after.answer_correctness is not None
+    assert before.answer_correctness.f1 == 0.0 and before.answer_correctness.undetermined == 1
+    assert after.answer_correctness.f1 == 0.5 and after.answer_correctness.n == 2
+    assert "answer correctness F1 0.500" in headline(after)
+    c = compare_summaries(before, after)
+    assert (c.answer_correctness_a, c.answer_correctness_b) == (0.0, 0.5)
+    assert c.answer_correctness_delta == 0.5
+    assert evaluate_gate(parse_gate("answer_correctness>=+0.2"), c).passed
+    failed = evaluate_gate(parse_gate("answer_correctness>=+0.6"), c)
+    assert not failed.passed and "+0.500" in failed.message

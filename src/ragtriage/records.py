@@ -24,6 +24,7 @@ __all__ = [
     "ERROR_TYPE_NAMES",
     "ERROR_TYPE_STAGE",
     "SCHEMA_VERSION",
+    "AnswerCorrectness",
     "AnswerLabel",
     "Chunk",
     "Diagnosis",
@@ -349,6 +350,28 @@ class Judgement(Record):
 
 Vote = ErrorType | Literal["undetermined"]
 
+_Share = Annotated[float | None, Field(ge=0, le=1, allow_inf_nan=False)]
+
+
+class AnswerCorrectness(Record):
+    """Claim-level correctness of an answer against its ground truth (RAGChecker):
+    precision = share of the answer's claims the ground truth entails, recall = share of
+    the ground truth's claims the answer entails, F1 their harmonic mean. A graded score
+    beside the answer label; an empty or only declining answer scores 0. ``None`` values
+    with ``undetermined_reason`` when it cannot be computed (no ground truth)."""
+
+    precision: _Share = None
+    recall: _Share = None
+    f1: _Share = None
+    judge: str = Field(default="offline", description="offline | llm:MODEL")
+    undetermined_reason: str | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> AnswerCorrectness:
+        if None in (self.precision, self.recall, self.f1) and not self.undetermined_reason:
+            raise ValueError("an undetermined answer correctness needs 'undetermined_reason'")
+        return self
+
 
 class Diagnosis(Record):
     """Why one example failed: stage, error type with K-vote confidence, advice.
@@ -411,6 +434,12 @@ class Diagnosis(Record):
     )
     tier3: list[str] = Field(
         default_factory=list, description="RAG-Critic tier-3 tags (open-set, from a critic)."
+    )
+    answer_correctness: AnswerCorrectness | None = Field(
+        default=None,
+        description="Claim-level precision/recall/F1 of the answer against the ground truth "
+        "(offline claim entailment); a graded score beside answer_label. None in records "
+        "written before it existed.",
     )
 
     @model_validator(mode="after")

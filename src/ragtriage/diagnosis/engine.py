@@ -43,7 +43,7 @@ from ragtriage.diagnosis.strategies import (
 from ragtriage.diagnosis.votes import summarize_votes
 from ragtriage.errors import ConfigError, InputError
 from ragtriage.llm import LLMRunner
-from ragtriage.records import Diagnosis, ErrorType, Judgement, LLMUsage, Trace
+from ragtriage.records import AnswerCorrectness, Diagnosis, ErrorType, Judgement, LLMUsage, Trace
 
 __all__ = ["JUDGES", "Diagnoser", "Judge", "advice_texts"]
 
@@ -284,6 +284,7 @@ class Diagnoser:
     ) -> Diagnosis:
         ex = trace.example
         usage = calls.usage() if calls is not None else LLMUsage()
+        correctness = answer_correctness(trace)
         if attribution is None:
             return Diagnosis(
                 example_id=ex.example_id,
@@ -299,6 +300,7 @@ class Diagnoser:
                 undetermined_reason=judgement.undetermined_reason,
                 usage=usage,
                 label=ex.label,
+                answer_correctness=correctness,
             )
         a = attribution
         summary = summarize_votes(a.votes)
@@ -342,7 +344,28 @@ class Diagnoser:
             undetermined_reason=reason,
             usage=usage,
             label=ex.label,
+            answer_correctness=correctness,
         )
+
+
+def answer_correctness(trace: Trace) -> AnswerCorrectness:
+    """The graded score every diagnosis carries: offline claim-level precision, recall
+    and F1 of the answer against the ground truth (:mod:`ragtriage.metrics._correctness`,
+    no embedder: the rules judge stays model-free), rounded to 6 decimals."""
+    from ragtriage.metrics._correctness import correctness_input, correctness_offline
+
+    r = correctness_offline([correctness_input(trace)])[0]
+
+    def rounded(x: float | None) -> float | None:
+        return None if x is None else round(x, 6)
+
+    undetermined = None in (r.precision, r.recall, r.f1)
+    return AnswerCorrectness(
+        precision=rounded(r.precision),
+        recall=rounded(r.recall),
+        f1=rounded(r.f1),
+        undetermined_reason=r.reason if undetermined else None,
+    )
 
 
 _MIN_BATCH = 32

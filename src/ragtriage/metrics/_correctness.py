@@ -147,6 +147,7 @@ def correctness_offline(
 ) -> list[CorrectnessResult]:
     """Offline answer correctness of many items; one embedder batch for all of them."""
     out: list[CorrectnessResult | None] = []
+    premises: dict[tuple[str, str], Premise] = {}
     jobs: list[tuple[str, Premise]] = []
     spans: list[tuple[int, int, int]] = []
     for item in items:
@@ -158,7 +159,10 @@ def correctness_offline(
             spans.append((0, 0, 0))
             continue
         reference = item.reference or ""
-        gt = Premise.of(reference, background=item.question)
+        # two pipelines' answers to one question share its ground-truth premise
+        gt = premises.get((reference, item.question))
+        if gt is None:
+            gt = premises[(reference, item.question)] = Premise.of(reference, item.question)
         ans = Premise.of(item.answer, background=item.question)
         start = len(jobs)
         jobs.extend((c, gt) for c in a_claims)

@@ -70,6 +70,7 @@ class OfflineJudge:
         """Every trace's judgements; the claims of all traces checked in one pass (one
         embedder batch)."""
         jobs: list[tuple[str, Premise]] = []
+        premises: dict[str, Premise] = {}
         spans: list[tuple[int, int] | str] = []
         for trace in traces:
             ctx = context_texts(trace)
@@ -84,7 +85,10 @@ class OfflineJudge:
             elif not ctx:
                 spans.append("no context chunks")
             else:
-                premise = Premise.of("\n".join(ctx))
+                joined = "\n".join(ctx)
+                premise = premises.get(joined)
+                if premise is None:  # answers over one context share it
+                    premise = premises[joined] = Premise.of(joined)
                 spans.append((len(jobs), len(jobs) + len(claims)))
                 jobs.extend((c, premise) for c in claims)
         checks = check_claims(jobs, self.embedder)

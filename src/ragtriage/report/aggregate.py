@@ -187,6 +187,17 @@ class AdviceCount(_Frozen):
     stages: list[Stage]
 
 
+class CorrectnessMean(_Frozen):
+    """Mean claim-level answer correctness over the diagnoses that carry a determined
+    one (:attr:`~ragtriage.records.Diagnosis.answer_correctness`)."""
+
+    precision: float
+    recall: float
+    f1: float
+    n: int
+    undetermined: int
+
+
 class Summary(_Frozen):
     totals: AnswerTotals
     accuracy: float | None
@@ -210,6 +221,8 @@ class Summary(_Frozen):
     confidence_bins: list[ConfidenceBin] = []
     #: diagnoses flagged low confidence (reports do not present them as facts)
     low_confidence: int = 0
+    #: mean claim-level answer correctness (None when no diagnosis carries one)
+    answer_correctness: CorrectnessMean | None = None
 
     def stage_count(self, stage: Stage) -> int:
         return next((s.count for s in self.stages if s.stage is stage), 0)
@@ -526,6 +539,24 @@ def summarize(diagnoses: Sequence[Diagnosis], traces: Sequence[Trace] | None = N
         advice=_advice(failing),
         confidence_bins=_confidence_bins(diags),
         low_confidence=sum(1 for d in diags if d.low_confidence),
+        answer_correctness=_correctness_mean(diags),
+    )
+
+
+def _correctness_mean(diags: Sequence[Diagnosis]) -> CorrectnessMean | None:
+    carried = [d.answer_correctness for d in diags if d.answer_correctness is not None]
+    scored = [
+        c for c in carried if c.precision is not None and c.recall is not None and c.f1 is not None
+    ]
+    if not scored:
+        return None
+    n = len(scored)
+    return CorrectnessMean(
+        precision=sum(c.precision or 0.0 for c in scored) / n,
+        recall=sum(c.recall or 0.0 for c in scored) / n,
+        f1=sum(c.f1 or 0.0 for c in scored) / n,
+        n=n,
+        undetermined=len(carried) - n,
     )
 
 

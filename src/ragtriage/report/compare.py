@@ -9,6 +9,7 @@ Gate grammar (one per ``--gate``)::
 
     METRIC OP VALUE
     METRIC  = accuracy | incorrect_share | failing_share      (delta of a share, 0.02 = 2 pp)
+            | answer_correctness                              (delta of the mean claim F1)
             | failing | examples | undetermined              (delta of a count)
             | stage.<chunking|retrieval|reranking|generation>   (delta of a count)
             | type.E1 … type.E16                              (delta of the mode count)
@@ -114,6 +115,10 @@ class Comparison(_Frozen):
     mode_total_b: int
     advice: list[AdviceOutcome]
     config_changes: list[ConfigChange]
+    #: mean claim-level answer correctness F1 of each run (None: no diagnosis carries one)
+    answer_correctness_a: float | None = None
+    answer_correctness_b: float | None = None
+    answer_correctness_delta: float | None = None
 
 
 def _delta(a: float | None, b: float | None) -> float | None:
@@ -222,7 +227,14 @@ def compare_summaries(
         mode_total_b=b.mode_total,
         advice=advice,
         config_changes=config_changes(config_a or {}, config_b or {}),
+        answer_correctness_a=_f1(a),
+        answer_correctness_b=_f1(b),
+        answer_correctness_delta=_delta(_f1(a), _f1(b)),
     )
+
+
+def _f1(s: Summary) -> float | None:
+    return s.answer_correctness.f1 if s.answer_correctness is not None else None
 
 
 # ---------------------------------------------------------------------------- gates
@@ -230,6 +242,7 @@ def compare_summaries(
 _STAGES = "|".join(s.value for s in Stage)
 _GATE_RE = re.compile(
     r"^\s*(?P<metric>accuracy|incorrect_share|failing_share|failing|examples|undetermined"
+    r"|answer_correctness"
     rf"|stage\.(?:{_STAGES})|type\.[eE](?:1[0-6]|[1-9]))"
     r"\s*(?P<op><=|>=|==|!=|<|>)\s*(?P<value>[+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*$"
 )
@@ -256,7 +269,8 @@ def parse_gate(text: str) -> Gate:
         raise InputError(
             f"bad gate {text!r}; expected METRIC OP VALUE such as 'accuracy>=+0.02', "
             "'stage.retrieval<=0', 'type.E16<=0' or 'incorrect_share<=-0.05' "
-            "(metrics: accuracy, incorrect_share, failing_share, failing, examples, "
+            "(metrics: accuracy, incorrect_share, failing_share, answer_correctness, failing, "
+            "examples, "
             f"undetermined, stage.<{_STAGES}>, type.E1..E16; "
             "ops: <= >= < > == !=)",
             field="--gate",
@@ -276,6 +290,8 @@ def _gate_actual(gate: Gate, c: Comparison) -> tuple[float | None, bool]:
         return c.incorrect_share_delta, True
     if m == "failing_share":
         return c.failing_share_delta, True
+    if m == "answer_correctness":
+        return c.answer_correctness_delta, False
     if m == "failing":
         return float(c.failing_b - c.failing_a), False
     if m == "examples":
@@ -312,7 +328,12 @@ def evaluate_gate(gate: Gate, comparison: Comparison) -> GateResult:
         "==": abs(diff) <= eps,
         "!=": abs(diff) > eps,
     }[op]
-    shown = fmt_delta(actual, pct=True) if is_share else fmt_delta(int(actual))
+    if is_share:
+        shown = fmt_delta(actual, pct=True)
+    elif gate.metric == "answer_correctness":
+        shown = fmt_delta(actual)  # a mean score: +0.012
+    else:
+        shown = fmt_delta(int(actual))
     verdict = "passed" if passed else "failed"
     return GateResult(
         gate=gate,

@@ -58,6 +58,12 @@ def headline(summary: Summary) -> str:
         f"accuracy {fmt_pct(summary.accuracy)}",
         f"{t.failing} failing of {t.determined} judged ({t.examples} examples)",
     ]
+    ac = summary.answer_correctness
+    if ac is not None:
+        parts.append(
+            f"answer correctness F1 {fmt_float(ac.f1)} (precision {fmt_float(ac.precision)}, "
+            f"recall {fmt_float(ac.recall)}; n={ac.n})"
+        )
     if t.undetermined:
         parts.append(f"{t.undetermined} answer evaluations undetermined")
     if t.not_diagnosed:
@@ -219,6 +225,13 @@ def render_comparison(comparison: Comparison, console: Console) -> None:
         fmt_pct(c.accuracy_b),
         fmt_delta(c.accuracy_delta, pct=True),
     )
+    if c.answer_correctness_a is not None or c.answer_correctness_b is not None:
+        head.add_row(
+            "answer correctness F1 (mean)",
+            fmt_float(c.answer_correctness_a),
+            fmt_float(c.answer_correctness_b),
+            fmt_delta(c.answer_correctness_delta),
+        )
     head.add_row(
         "incorrect share",
         fmt_pct(c.incorrect_share_a),
