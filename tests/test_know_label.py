@@ -76,8 +76,11 @@ def test_rules_labeller_en_zh(question: str, answer: str, context: str, expected
 
 
 def test_rules_unanswerable_flag_and_missing_context() -> None:
-    d = rules_label(LabelItem("u", "Who?", CTX_EN, answerable=False))
-    assert (d.label, d.reason) == ("unanswerable", "the dataset marks the question unanswerable")
+    # the dataset's flag is not read: the pair decides
+    flagged = LabelItem("u", "How many turbines does Sierra Alta have?", CTX_EN, answerable=False)
+    assert rules_label(flagged).label == "fact_single"
+    d = rules_label(LabelItem("w", "Who designs the Sierra Alta turbines?", CTX_EN))
+    assert d.label == "unanswerable" and "person" in d.reason
     assert rules_label(LabelItem("v", "Who built it?", "", answer="X")).label == "unanswerable"
 
 

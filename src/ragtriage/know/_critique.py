@@ -106,7 +106,7 @@ _DANGLING_EN = re.compile(
 )
 _DANGLING_START_EN = re.compile(
     r"^(?:what|when|who|where|why|how|which|did|does|do|is|was|were|are|has|have|had)"
-    r"(?: \w+){0,2}? (?:he|she|it|they|this|these|those|the company|the patient|the defendant|"
+    r"(?: \w+){0,3}? (?:he|she|it|they|this|these|those|the company|the patient|the defendant|"
     r"the court|the claimant|the group)\b",
     re.IGNORECASE,
 )
@@ -237,7 +237,8 @@ class RulesCritic:
         grounded = _scale(q_share)
         tautology = _scale(min(1.0, new_in_answer / 0.2)) if answer else None
         derived = set(re.findall(r"\d+", answer)) - set(re.findall(r"\d+", item.context))
-        if answer and item.answerable and len(answer) <= 80 and not derived:
+        span_like = len(answer) <= 40 and not re.search(r"[(（:：;；]", answer)
+        if answer and item.answerable and span_like and not derived:
             # a short answer is a span: it must be in the context, not in the question
             in_context = _norm(answer) in _norm(item.context)
             grounded = min(grounded, 5.0 if in_context else 1.0)

@@ -41,6 +41,8 @@ class Draft:
     generator: str
     context: str
     extra: dict[str, str] = field(default_factory=dict)
+    #: other documents the references come from (a comparison across two entities)
+    other_doc_ids: tuple[str, ...] = ()
 
 
 _MONTHS = (
@@ -211,6 +213,7 @@ class OfflineGenerator:
             language=self._lang(chunk.doc_id),
             generator=self.name,
             context=str(kw.pop("context", self._context(chunk))),
+            other_doc_ids=tuple(kw.pop("other_doc_ids", ())),  # type: ignore[call-overload]
         )
 
     def fact_single(self, chunk: Chunk) -> Iterator[Draft]:
@@ -335,6 +338,7 @@ class OfflineGenerator:
                     (f.sentence, f2.sentence),
                     chunk_ids=(chunk.chunk_id, c2.chunk_id),
                     context=ctx,
+                    other_doc_ids=(other,),
                 )
                 break
 

@@ -46,7 +46,7 @@ _REASONING_EN = re.compile(
     r"|how (many|much) (\w+ )?(passed|elapsed|after|before|between|more|less|longer|fewer)"
     r"|how many (days|weeks|months|years|hours|minutes) (after|before|passed|between|elapsed)"
     r"|how long after|how long before|before or after|compare[ds]?|comparison|difference"
-    r"|(more|less|higher|lower|faster|slower|earlier|later|larger|smaller) than"
+    r"|(more|less|higher|lower|faster|slower|earlier|later|larger|smaller) than|\b(older|younger)\b"
     r"|which .{0,60}\b(more|less|higher|lower|faster|slower|earlier|later|larger|smaller|first|last)\b"
     r"|why would|what would|would .* have|could .* have|if the\b|had .* been"
     r"|in what order|chronolog|net (increase|decrease|change)|on average|in total|altogether"
@@ -61,7 +61,7 @@ _REASONING_ZH = re.compile(
     r"|为什么会|如果|共计|合计|总共|一共|同一|之前还是之后|净增|增加了多少|减少了多少)"
 )
 _SUMMARY_EN = re.compile(
-    r"\b(summari[sz]e|summary|list|outline|describe|explain how|steps?|procedure|process"
+    r"\b(summari[sz]e|summary|main points|list|outline|describe|explain how|steps?|procedure|process"
     r"|what (\w+ ){0,3}(setbacks|complications|measures|reasons|factors|events|changes|risks"
     r"|symptoms|treatments|findings|terms|conditions|steps|actions|charges|products)"
     r"|which (\w+ ){0,3}(and|,)|, and (how|what|which|when|where|who|from|by)|and (how|what|which|when|where|who) )",
@@ -178,7 +178,18 @@ def _stem(token: str) -> str:
 
 def _stems(text: str) -> set[str]:
     """Stems of the content words; Chinese text by characters (paraphrases keep them)."""
-    return {_stem(t) for t in content_tokens(text) if t.isascii() or len(t) == 1}
+    out: set[str] = set()
+    for t in content_tokens(text):
+        if t.isascii():
+            out.add(_stem(t))
+        else:
+            out.update(c for c in t if c not in _ZH_FUNCTION_CHARS and not c.isascii())
+    return out
+
+
+_ZH_FUNCTION_CHARS = set(
+    "的是了在和与及或还也就都而之其于为被把对从到由向以所这那哪谁什么多少几个年月日吗呢？，。、"
+)
 
 
 _NO_SPAN_TYPE = re.compile(
@@ -195,13 +206,13 @@ def context_answers(question: str, context: str) -> tuple[bool, str]:
     question expects a date / year / number / person, a sentence of the context that
     shares the question's specific words (those not in most of its sentences, such as
     the entity's name) must hold a span of that type."""
-    keys = _stems(" ".join(_key_tokens(question)))
+    keys = _stems(question) - _stems(" ".join(_Q_WORDS))
     if not keys:
         return True, "no content words to look up"
     ctx_stems = _stems(context)
     found = keys & ctx_stems
     share = len(found) / len(keys)
-    if share < (0.5 if not question.isascii() else 0.3):
+    if share < (0.4 if not question.isascii() else 0.3):
         return False, f"only {share:.0%} of the question's content words are in the context"
     kind = expected_type(question)
     if _NO_SPAN_TYPE.search(question):
@@ -210,15 +221,19 @@ def context_answers(question: str, context: str) -> tuple[bool, str]:
         return True, f"{share:.0%} of the question's content words are in the context"
     sentences = [s.text for s in split_sentences(context) if s.text.strip()]
     stems_of = [_stems(s) for s in sentences]
+    # the sentence is picked by the question's common words ("employment judge"), not by
+    # its names (the context may call the entity "the defendant")
+    plain = _stems(" ".join(w for w in re.findall(r"\b[a-z][\w'-]*", question))) & found
     common = {k for k in found if sum(k in st for st in stems_of) > max(2, 0.3 * len(sentences))}
-    specific = (found - common) or found
+    specific = (plain - common) or plain or (found - common) or found
     need = max(1, round(0.5 * len(specific)))
     q_numbers = set(_NUMBER.findall(question))
     for s, stems in zip(sentences, stems_of, strict=True):
         if len(specific & stems) < need:
             continue
         body = s
-        for n in q_numbers:
+        # the question's own names and numbers are not the answer
+        for n in q_numbers | set(re.findall(r"\b[A-Z][\w'-]+", question)):
             body = body.replace(n, " ")
         if _TYPE_SPANS[kind].search(body):
             return True, f"a sentence about the question's terms holds a {kind}"

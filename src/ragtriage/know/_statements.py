@@ -284,7 +284,7 @@ def parse_date_en(text: str) -> date | None:
 def subject_of(doc: Document) -> DocSubject:
     """The entity a document is about: the person of a record ("…Record: NAME"), the
     case name of a judgment, or the organisation of a report (its title up to a dash)."""
-    title = doc.title or doc.text.strip().splitlines()[0] if doc.text.strip() else doc.doc_id
+    title = doc.title or (doc.text.strip().splitlines()[0] if doc.text.strip() else doc.doc_id)
     title = title.lstrip("# ").strip()
     if re.search(r"[\u4e00-\u9fff]", title):
         m = re.search(r"^(.+?(?:公司|法院|医院))", title)

@@ -236,7 +236,7 @@ def _example(index: int, draft: Draft, scores: Mapping[str, float | None]) -> Ex
             "query": draft.question,
             "answer": draft.answer,
             "answerable": draft.label != "unanswerable",
-            "doc_ids": [draft.doc_id],
+            "doc_ids": list(dict.fromkeys((draft.doc_id, *draft.other_doc_ids))),
             "references": list(draft.references),
             "label": draft.label,
             "language": draft.language,

@@ -3,6 +3,7 @@ re-label it and report intended vs measured composition."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -174,7 +175,12 @@ def run_testset_command(
             if runner is not None and generator != "offline"
             else RulesLabeller()
         )
-        decisions = run_sync(labeller.label_many(items_of(generated)))
+        items = items_of(generated)
+        if labeller.name == "rules":
+            # the rules label the (context, question) pair alone: the generator's answer
+            # would let the rules re-read what the generator wrote
+            items = [dataclasses.replace(i, answer="") for i in items]
+        decisions = run_sync(labeller.label_many(items))
         if batch is not None and batch.finish():
             return None
     finally:

@@ -1,0 +1,281 @@
+"""Offline test-set generation that reads like seed 001's: statements turned into
+questions by sentence structure (EN + ZH), unanswerable questions about the corpus's own
+entities, the measuring critiques (stand-alone, answerability, fluency) and labels from
+(context, question) alone."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from ragtriage.data import load_demo
+from ragtriage.know import (
+    DEFAULT_THRESHOLDS,
+    CritiqueInput,
+    LabelItem,
+    OfflineGenerator,
+    RulesCritic,
+    corpus_chunks,
+    failed_critiques,
+    fluency,
+    rules_label,
+    stand_alone,
+)
+from ragtriage.know._rules import context_answers, expected_type
+from ragtriage.know._statements import (
+    base_form,
+    facts_en,
+    facts_zh,
+    field_facts,
+    subject_of,
+)
+from ragtriage.records import Document
+
+ORG = Document(doc_id="o", title="Halvorsen Maritime Logistics ASA — Annual Report 2021", text="")
+CASE = Document(doc_id="c", title="State v. Leonard Haskett — Riverton District Court", text="")
+PATIENT = Document(
+    doc_id="p", title="St. Aldric General Hospital — Inpatient Record: Harold Jensen", text=""
+)
+ZH_ORG = Document(doc_id="z", title="华锦新材料股份有限公司2021年年度报告摘要", text="")
+
+
+def _qa(sentence: str, doc: Document, text: str = "") -> list[tuple[str, str]]:
+    return [(f.question, f.answer) for f in facts_en(sentence, subject_of(doc), text or sentence)]
+
+
+def test_subjects_of_documents() -> None:
+    assert subject_of(ORG).name == "Halvorsen Maritime Logistics ASA"
+    assert subject_of(ORG).kind == "org"
+    case = subject_of(CASE)
+    assert (case.name, case.party("the defendant")) == (
+        "State v. Leonard Haskett",
+        "Leonard Haskett",
+    )
+    assert subject_of(PATIENT).name == "Harold Jensen"
+    assert subject_of(ZH_ORG).name == "华锦新材料股份有限公司"
+
+
+@pytest.mark.parametrize(
+    ("past", "base"),
+    [
+        ("completed", "complete"),
+        ("developed", "develop"),
+        ("resigned", "resign"),
+        ("admitted", "admit"),
+        ("took", "take"),
+        ("agreed", "agree"),
+        ("carried", "carry"),
+        ("opened", "open"),
+        ("created", "create"),
+        ("closed", "close"),
+        ("filed", "file"),
+    ],
+)
+def test_base_form(past: str, base: str) -> None:
+    assert base_form(past) == base
+
+
+@pytest.mark.parametrize(
+    ("sentence", "doc", "expected"),
+    [
+        (
+            "It was founded in 1987 by Ingrid Halvorsen with two second-hand reefer vessels.",
+            ORG,
+            [("In what year was Halvorsen Maritime Logistics ASA founded?", "1987")],
+        ),
+        (
+            "The merger was approved by Ingrid Halvorsen after a long debate.",
+            ORG,
+            [("Who approved Halvorsen Maritime Logistics ASA's merger?", "Ingrid Halvorsen")],
+        ),
+        (
+            "Rachel Tan, previously group controller, was appointed Chief Financial Officer on "
+            "15 February 2021.",
+            ORG,
+            [
+                (
+                    "When was Rachel Tan appointed Chief Financial Officer at Halvorsen Maritime "
+                    "Logistics ASA?",
+                    "15 February 2021",
+                )
+            ],
+        ),
+        (
+            "The acquisition of Nordkapp Cold Storage AS was completed on 15 March 2021.",
+            ORG,
+            [
+                (
+                    "When was Halvorsen Maritime Logistics ASA's acquisition of Nordkapp Cold Storage "
+                    "AS completed?",
+                    "15 March 2021",
+                )
+            ],
+        ),
+        (
+            "At 31 December 2021 the company operated a fleet of 34 vessels, ran 11 port terminals.",
+            ORG,
+            [
+                (
+                    "How many vessels did Halvorsen Maritime Logistics ASA operate at 31 December 2021?",
+                    "34",
+                )
+            ],
+        ),
+        (
+            "Net profit was USD 61.3 million, against a loss of USD 8.9 million a year earlier.",
+            ORG,
+            [("What was Halvorsen Maritime Logistics ASA's net profit?", "USD 61.3 million")],
+        ),
+        (
+            "The defendant was arrested on 12 April 2019 and charged on 5 July 2019 with arson.",
+            CASE,
+            [("When was Leonard Haskett arrested?", "12 April 2019")],
+        ),
+        (
+            "The patient developed a dry cough on 30 December 2021, followed the next day by fever.",
+            PATIENT,
+            [("When did Harold Jensen develop a dry cough?", "30 December 2021")],
+        ),
+    ],
+)
+def test_en_questions_move_the_slot_and_drop_the_rest(
+    sentence: str, doc: Document, expected: list[tuple[str, str]]
+) -> None:
+    got = _qa(sentence, doc)
+    assert got == expected
+    for q, a in got:
+        assert a not in q and a in sentence
+        assert fluency(q)[0] == 5.0 and stand_alone(q)[0] == 5.0
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "He has led the group since 2018.",  # "he" cannot be resolved in a report
+        "In the two months between, the chief executive acted as interim CFO.",  # no slot
+        "2021 was a year of recovery.",  # no verb pattern
+        "The auditors noticed that payments had been made on 9 January 2019.",  # subordinate
+        "This is the first dividend since the company suspended payments in March 2020.",
+    ],
+)
+def test_en_rejects_rather_than_emits_a_fragment(sentence: str) -> None:
+    assert _qa(sentence, ORG) == []
+
+
+def test_record_fields_become_questions() -> None:
+    text = (
+        "Patient: Harold Jensen. Age: 67. Admitted: 4 January 2022 via the emergency "
+        "department. Attending physician: Dr. Sarah Quinn. Ward: Respiratory Medicine."
+    )
+    got = {(f.question, f.answer) for f in field_facts(text, subject_of(PATIENT))}
+    assert got == {
+        ("How old was Harold Jensen?", "67"),
+        ("When was Harold Jensen admitted?", "4 January 2022"),
+        ("Who was Harold Jensen's attending physician?", "Dr. Sarah Quinn"),
+    }
+
+
+def test_zh_questions() -> None:
+    who = subject_of(ZH_ORG)
+    text = "华锦新材料股份有限公司成立于2006年，总部位于青禾市。"
+    got = [
+        (f.question, f.answer)
+        for f in facts_zh(
+            "2021年4月16日，公司完成对常州恒宇科技有限公司70%股权的收购，交易金额为人民币4.2亿元。",
+            who,
+            text,
+        )
+    ]
+    assert got == [
+        ("华锦新材料股份有限公司何时完成对常州恒宇科技有限公司70%股权的收购？", "2021年4月16日")
+    ]
+    got = [
+        (f.question, f.answer)
+        for f in facts_zh("报告期内，公司实现营业收入人民币18.6亿元，同比增长12.4%。", who, text)
+    ]
+    assert got == [("华锦新材料股份有限公司实现营业收入多少钱？", "人民币18.6亿元")]
+    record = "患者：王建国，男，69岁。入院日期：2022年1月6日。主治医师：林晓。"
+    hosp = subject_of(Document(doc_id="h", title="青禾市第一人民医院住院病历（肺炎）", text=record))
+    got = [(f.question, f.answer) for f in facts_zh("入院日期：2022年1月6日。", hosp, record)]
+    assert got == [("王建国的入院日期是哪一天？", "2022年1月6日")]
+    # a clause that starts with a connective is no question
+    assert facts_zh("其中约620万元用于支付前期投资人的收益。", who, text) == []
+    for q in ("华锦新材料股份有限公司实现营业收入多少钱？", "王建国的入院日期是哪一天？"):
+        assert fluency(q)[0] == 5.0
+
+
+def test_demo_generation_is_grammatical_and_plausible() -> None:
+    demo = load_demo()
+    chunks = corpus_chunks(demo.documents)
+    gen = OfflineGenerator(demo.documents, chunks)
+    facts = [d for c in chunks for d in gen.drafts(c, "fact_single")]
+    assert len(facts) >= 100
+    for d in facts:
+        assert d.answer and d.answer not in d.question and d.answer in d.references[0]
+        assert not re.search(r" ,|  |…|According to", d.question)
+    unanswerable = [d for c in chunks for d in gen.drafts(c, "unanswerable")]
+    texts = {doc.doc_id: doc.text for doc in demo.documents}
+    names = {doc.doc_id: subject_of(doc) for doc in demo.documents}
+    assert unanswerable
+    for d in unanswerable:
+        who = names[d.doc_id]
+        # about the corpus's own entity, and not answered by its document
+        assert any(n in d.question for n in (*who.names(), "王建国", "李娜"))
+        assert "logo" not in d.question and "mascot" not in d.question
+        assert d.question not in {f.question for f in facts if f.doc_id == d.doc_id}
+        assert texts[d.doc_id]
+
+
+def test_critiques_measure_stand_alone_answerability_fluency() -> None:
+    critic = RulesCritic(["The Sierra Alta wind farm has 36 turbines."], ["Sierra Alta"])
+    ctx = "The Sierra Alta wind farm has 36 turbines."
+    good = critic.critique(CritiqueInput(ctx, "How many turbines does Sierra Alta have?", "36"))
+    assert failed_critiques(good, DEFAULT_THRESHOLDS) == []
+    dangling = critic.critique(CritiqueInput(ctx, "How many turbines does it have?", "36"))
+    assert dangling["stand_alone"] is not None and dangling["stand_alone"] < 3
+    residue = critic.critique(CritiqueInput(ctx, "Sierra Alta has  , turbines:?", "36"))
+    assert "fluency" in " ".join(failed_critiques(residue, DEFAULT_THRESHOLDS))
+    not_in_context = critic.critique(
+        CritiqueInput(ctx, "Who built the Sierra Alta wind farm?", "Vestas Iberia")
+    )
+    assert not_in_context["q_to_c_groundedness"] == 1.0
+    tautology = critic.critique(CritiqueInput(ctx, "Does Sierra Alta have 36 turbines?", "36"))
+    assert tautology["qa_tautology"] == 1.0
+    assert stand_alone("What does the document say about turbines?")[0] == 1.0
+    assert fluency("white blood cell count 15.8 with what percentage neutrophils?")[0] < 4
+    assert fluency("Discharged to a rehabilitation unit:?")[0] < 4
+    assert fluency("华锦新材料股份有限公司成立于2006年。")[0] < 4  # no question word, no ？
+    assert fluency("张伟张伟何时被逮捕？")[0] < 4
+    assert stand_alone("他何时被逮捕？", ["张伟"])[0] < 5
+
+
+COFFEE = (
+    "A method for roasting coffee beans in which green beans are heated in a rotating drum "
+    "at 200 to 240 degrees Celsius for 12 minutes, then cooled with ambient air. The roaster "
+    "comprises a drum, a burner and a cooling tray."
+)
+
+
+def test_labels_from_context_and_question_alone() -> None:
+    tomato = rules_label(LabelItem("t", "Is tomato a fruit or a vegetable?", COFFEE))
+    assert tomato.label == "unanswerable" and "context" in tomato.reason
+    roast = rules_label(
+        LabelItem("r", "How long are the coffee beans roasted in the drum?", COFFEE)
+    )
+    assert roast.label != "unanswerable"
+    # the dataset's flag is not read: an answerable question stays answerable
+    flagged = rules_label(
+        LabelItem("f", "At what temperature are the coffee beans heated?", COFFEE, answerable=False)
+    )
+    assert flagged.label != "unanswerable"
+    # a "who" question whose sentences hold no person
+    ok, why = context_answers("Who designed the rotating drum of the coffee roaster?", COFFEE)
+    assert not ok and "person" in why
+    assert expected_type("When was the roaster patented?") == "date"
+    assert expected_type("王建国的入院日期是哪一天？") == "date"
+    zh = "2021年4月16日，公司完成对常州恒宇科技有限公司70%股权的收购，交易金额为人民币4.2亿元。"
+    assert rules_label(LabelItem("z", "番茄是水果还是蔬菜？", zh)).label == "unanswerable"
+    assert (
+        rules_label(LabelItem("y", "公司何时完成对常州恒宇科技的收购？", zh)).label == "fact_single"
+    )
