@@ -201,19 +201,28 @@ class OfflineGenerator:
         return found
 
     def _draft(
-        self, chunk: Chunk, q: str, a: str, label: str, refs: tuple[str, ...], **kw: object
+        self,
+        chunk: Chunk,
+        q: str,
+        a: str,
+        label: str,
+        refs: tuple[str, ...],
+        *,
+        chunk_ids: tuple[str, ...] | None = None,
+        context: str | None = None,
+        other_doc_ids: tuple[str, ...] = (),
     ) -> Draft:
         return Draft(
             question=q,
             answer=a,
             label=label,
             references=refs,
-            chunk_ids=tuple(kw.pop("chunk_ids", (chunk.chunk_id,))),  # type: ignore[arg-type]
+            chunk_ids=chunk_ids or (chunk.chunk_id,),
             doc_id=chunk.doc_id,
             language=self._lang(chunk.doc_id),
             generator=self.name,
-            context=str(kw.pop("context", self._context(chunk))),
-            other_doc_ids=tuple(kw.pop("other_doc_ids", ())),  # type: ignore[call-overload]
+            context=self._context(chunk) if context is None else context,
+            other_doc_ids=other_doc_ids,
         )
 
     def fact_single(self, chunk: Chunk) -> Iterator[Draft]:
