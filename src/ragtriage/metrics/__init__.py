@@ -53,6 +53,7 @@ from ragtriage.metrics._evaluate import (
     aggregate_rows,
     bootstrap_ci,
     evaluate_answers,
+    reference_scores,
     score_rows,
     score_trace,
 )
@@ -146,6 +147,7 @@ __all__ += [
     "parse_metric_gate",
     "perturb_context",
     "read_scores",
+    "reference_scores",
     "reference_sentences",
     "reverse_questions",
     "robustness",

@@ -22,7 +22,14 @@ from ragtriage.metrics._rag import (
 )
 from ragtriage.records import Trace
 
-__all__ = ["aggregate_rows", "bootstrap_ci", "evaluate_answers", "score_rows", "score_trace"]
+__all__ = [
+    "aggregate_rows",
+    "bootstrap_ci",
+    "evaluate_answers",
+    "reference_scores",
+    "score_rows",
+    "score_trace",
+]
 
 _DIGITS: Final = 6
 
@@ -126,23 +133,32 @@ def score_trace(
         f"context_precision@{k}": context_precision_at(j, k),
         "context_recall": context_recall(j),
     }
-    if not ex.answerable or not ex.answer.strip():
+    reference = ex.answer if ex.answerable else None
+    return {**scores, **reference_scores(trace.answer, reference, embedder)}
+
+
+def reference_scores(
+    answer: str, reference: str | None, embedder: Embedder
+) -> dict[str, MetricScore]:
+    """``exact_match``, ``f1``, ``rouge_l`` and ``semantic_similarity`` of an answer
+    against its ground truth (``None``: the example has none -- all undetermined); an
+    answer without tokens scores 0 on all four."""
+    scores: dict[str, MetricScore] = {}
+    if reference is None or not reference.strip():
         reason = "no ground-truth answer (unanswerable example)"
         for name in ("exact_match", "f1", "rouge_l", "semantic_similarity"):
             scores[name] = MetricScore(judge="lexical", undetermined_reason=reason)
         return scores
-    if not has_tokens(trace.answer):
+    if not has_tokens(answer):
         # an empty answer (or one of punctuation only) overlaps nothing: a real 0
         for name in ("exact_match", "f1", "rouge_l"):
             scores[name] = MetricScore(value=0.0, judge="lexical")
         scores["semantic_similarity"] = MetricScore(value=0.0, judge=_semantic_judge(embedder))
         return scores
-    scores["exact_match"] = MetricScore(value=exact_match(trace.answer, ex.answer), judge="lexical")
-    scores["f1"] = _lexical("lexical", token_f1(trace.answer, ex.answer), "no tokens to compare")
-    scores["rouge_l"] = _lexical(
-        "lexical", rouge_l(trace.answer, ex.answer), "no tokens to compare"
-    )
-    scores["semantic_similarity"] = _semantic(trace.answer, ex.answer, embedder)
+    scores["exact_match"] = MetricScore(value=exact_match(answer, reference), judge="lexical")
+    scores["f1"] = _lexical("lexical", token_f1(answer, reference), "no tokens to compare")
+    scores["rouge_l"] = _lexical("lexical", rouge_l(answer, reference), "no tokens to compare")
+    scores["semantic_similarity"] = _semantic(answer, reference, embedder)
     return scores
 
 
