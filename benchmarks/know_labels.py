@@ -12,6 +12,7 @@ corpus ships with (written by other developers: a second annotator).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 
 from ragtriage.data import load_demo
@@ -45,6 +46,19 @@ def main() -> None:
     print(
         f"all {all_given.items} demo questions: rules vs dataset labels accuracy "
         f"{all_given.accuracy:.1%} kappa {all_given.kappa:.3f}"
+    )
+    # seed 001 labels the (context, question) pair: the same rules without the gold answer
+    bare = [dataclasses.replace(i, answer="") for i in items_of(dataset)]
+    alone = {d.example_id: d.label for d in asyncio.run(RulesLabeller().label_many(bare))}
+    for name in ("hand_labels.csv", "hand_labels_heldout.csv"):
+        r = label_agreement(read_label_column(HERE / name), alone)
+        print(f"{name}, question + context only: accuracy {r.accuracy:.1%} kappa {r.kappa:.3f}")
+    flagged = {k for k, v in given.items() if v == "unanswerable"}
+    found = {k for k, v in alone.items() if v == "unanswerable"}
+    print(
+        f"unanswerable from question + context only: {len(found & flagged)} of {len(flagged)} "
+        f"dataset-unanswerable found, {len(found - flagged)} false alarms among "
+        f"{len(given) - len(flagged)}"
     )
 
 
