@@ -212,6 +212,23 @@ def test_entities_mixed_up_across_sentences_and_passages() -> None:
     assert who.judgement == "correct"
 
 
+def test_answers_cut_mid_sentence() -> None:
+    q = "When was Acme Corp founded?"
+    cut = _judge(q, "Acme Corp was founded in 1999 in [1] Globex Inc was founded in 2005.")
+    assert cut.judgement == "error" and "Partial Response" in cut.tier3
+    # a passage that goes on with the sentence after the marker is no cut
+    joined = _judge(q, "Acme Corp was founded in [1] 1999 in Springfield by Ann Lee. [2]")
+    assert joined.judgement == "correct"
+    piece = _judge(q, "Acme Corp was founded in 1999 [1] It sells widgets to retailers. [1]")
+    assert piece.judgement == "error"  # "… in 1999" may have gone on: "in Springfield"
+    listed = _judge(q, "- Acme Corp was founded in 1999 [1]\n- It sells widgets to retailers [1]")
+    assert listed.judgement == "correct"  # list items end without a full stop
+    cited = _judge(q, "Acme Corp was founded in 1999 [1]. It sells widgets [1].")
+    assert cited.judgement == "correct"
+    zh = _judge("阿克米公司何时成立？", "阿克米公司成立于1999年，由李安创办， [1]", ZH_PASSAGES)
+    assert zh.judgement == "error" and "Partial Response" in zh.tier3
+
+
 def test_tier3_tags_are_published_tags_of_their_tier2_never_ragec_names() -> None:
     system = error_system()
     by_name = {t.name: t for t in system.tier2}

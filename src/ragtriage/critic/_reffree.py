@@ -535,7 +535,12 @@ def _names(text: str, question: str, *, persons_only: bool) -> list[str]:
             continue
         at = text.find(name)
         after = re.match(r"\s+([a-z][\w-]*)", text[at + len(name) :]) if at >= 0 else None
-        if after is not None and key_terms(after.group(1)) & focus:
+        if (
+            after is not None
+            and len(name.split()) == 1
+            and not re.search(r"(?:ed|ing)$", after.group(1))
+            and key_terms(after.group(1)) & focus
+        ):
             continue  # "a major European airframe manufacturer": a modifier, not a name
         if persons_only and not has_cjk(name):
             at = text.find(name)
@@ -885,12 +890,49 @@ _CUT_UNIT: Final = re.compile(
 )
 
 
+_CITED: Final = re.compile(r"\[\d+(?:[,\s]+\d+)*\]")
+
+
+def _cut_before_citation(prediction: str) -> str | None:
+    """A piece an extractive answer took from a passage that stops without a sentence
+    mark before its citation marker and is not continued after it: the answer ends there,
+    or a new piece starts on the same line with a capital letter or a Chinese character
+    ("Severe flooding in February 2020 damaged two treatment works [1]", "…票面利率 [1]
+    赵明…"): the passage was cut mid-sentence. A list item may end without a mark; a piece
+    of four words or fewer may be a label."""
+    start = 0
+    for m in _CITED.finditer(prediction):
+        piece = prediction[start : m.start()]
+        start = m.end()
+        rest = prediction[m.end() :]
+        nxt = rest.lstrip(" \t")
+        if nxt and (nxt[0] == "\n" or not (nxt[0].isupper() or has_cjk(nxt[0]))):
+            continue  # "… announced the [1] deal on …": the next passage goes on
+        line = piece.rsplit("\n", 1)[-1].strip()
+        if not line or _LIST_ITEM.match(line):
+            continue
+        sentences = split_sentences(line)
+        last = sentences[-1].text.strip() if sentences else line
+        if last[-1:] in ".!?。！？\"'”)]:;…":
+            continue
+        if (not has_cjk(last) and len(last.split()) < 4) or (has_cjk(last) and len(last) < 6):
+            continue
+        return last
+    return None
+
+
+_LIST_ITEM: Final = re.compile(r"^(?:[-*+•·]|\d{1,2}[.)、])\s")
+
+
 def _unnamed_in_question(answer: str, question: str) -> bool:
-    """The answer holds a name the question writes without naming it ("who became the
-    mamodo king in zatch bell" → "Zatch Bell"); a name the question itself names
-    ("… warned Victor Lanning …") is a participant, not the answer."""
+    """The answer holds a name the question writes in lower case without naming it
+    ("who became the mamodo king in zatch bell" → "Zatch Bell"); a name the question
+    itself names ("… warned Victor Lanning …") is a participant, not the answer."""
     named = {normalize(n) for n in extract_entities(question)}
-    return any(normalize(n) not in named for n in extract_entities(answer))
+    qn = f" {normalize(question)} "
+    return any(
+        (low := normalize(n)) not in named and f" {low} " in qn for n in extract_entities(answer)
+    )
 
 
 def _truncated(text: str) -> str | None:
@@ -970,6 +1012,10 @@ def _missing_side(ask: Ask, answer: str) -> str | None:
     return None
 
 
+_CITE_BREAK: Final = re.compile(r"[ \t]*\[\d+(?:[,\s]+\d+)*\][ \t]*(?=[A-Z\u4e00-\u9fff])")
+_CITE_SPACE: Final = re.compile(r"[ \t]*\[\d+(?:[,\s]+\d+)*\][ \t]*")
+
+
 def reference_free_findings(
     question: str,
     passages: Sequence[str],
@@ -982,7 +1028,10 @@ def reference_free_findings(
     from ragtriage.diagnosis.answer_styles import answer_view
     from ragtriage.metrics._entail import split_claims
 
-    view = answer_view(prediction)
+    # a citation marker before a capital letter ends what an extractive answer took from
+    # one passage: kept as a line break, the pieces stay apart ("… Cold Storage [1] This
+    # is …"); before a lower-case word the next passage goes on with the sentence
+    view = answer_view(_CITE_SPACE.sub(" ", _CITE_BREAK.sub("\n", prediction)).strip())
     notes: list[str] = []
     if not view.text.strip():
         return [Finding("empty", "The prediction is empty.")], notes
@@ -1102,7 +1151,7 @@ def reference_free_findings(
     parts = [p for p in question_parts(question) if p.kind == "entity"]
     if len(parts) >= 2 and not selecting:
         missing = [p.text for p in parts if not mentions_part(p, final)]
-        if missing and len(missing) < len(parts):
+        if missing:
             findings.append(
                 Finding(
                     "part_missing",
@@ -1129,7 +1178,7 @@ def reference_free_findings(
         findings.append(
             Finding("off_topic", "The prediction only repeats the question's own words.")
         )
-    if (cut := _truncated(final)) is not None:
+    if (cut := _truncated(final) or _cut_before_citation(prediction)) is not None:
         findings.append(
             Finding("truncated", f"The prediction breaks off mid-sentence: {_short(cut)!r}.")
         )
