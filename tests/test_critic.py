@@ -295,6 +295,14 @@ async def test_rules_critic_with_reference_maps_the_diagnosis_to_tiers() -> None
     right = make_trace(example_id="q2", answer="Acme Corp was founded in 1999.", context=["gd_0"])
     out = await critique_traces([wrong, right], critic="rules", reference=True)
     assert out[0].judgement == "error" and out[0].tier1 and out[0].tier2 and out[0].ragec_types
+    # tier-3: published tags of the verdict's tier-2 types, never the RAGEC names
+    system = error_system()
+    listed = {tag for t in system.tier2 if t.name in out[0].tier2 for tag in t.tier3}
+    assert out[0].tier3 and set(out[0].tier3) <= listed
+    assert not {t.casefold() for t in out[0].tier3} & {
+        n.casefold() for n in ERROR_TYPE_NAMES.values()
+    }
+    assert all(system.tier1_of(t2) in out[0].tier1 for t2 in out[0].tier2)
     assert out[1].judgement == "correct"
     assert all(v.reference for v in out)
 

@@ -82,3 +82,16 @@ def test_diagnosis_reads_old_lines_and_carries_tiers() -> None:
         "Specificity and Precision Errors",
         "Factual Inaccuracies",
     ]
+
+
+def test_every_ragec_type_has_a_published_tier3_tag_that_is_no_ragec_name() -> None:
+    from ragtriage.critic import RAGEC_TIER3
+    from ragtriage.records import ERROR_TYPE_NAMES
+
+    system = error_system()
+    by_name = {t.name: t for t in system.tier2}
+    ragec_names = {n.casefold() for n in ERROR_TYPE_NAMES.values()}
+    assert set(RAGEC_TIER3) == set(ErrorType)
+    for error_type, (tag, tier2) in RAGEC_TIER3.items():
+        assert tag in by_name[tier2].tier3, error_type
+        assert tag.casefold() not in ragec_names, error_type

@@ -77,6 +77,7 @@ if TYPE_CHECKING:
         reference_free_findings,
     )
     from ragtriage.critic._system import (
+        RAGEC_TIER3,
         RAGEC_TO_TIERS,
         UNMAPPED_TIER2,
         ErrorSystem,
@@ -147,6 +148,7 @@ _EXPORTS: dict[str, str] = {
     "Finding": "_reffree",
     "question_asks": "_reffree",
     "reference_free_findings": "_reffree",
+    "RAGEC_TIER3": "_system",
     "RAGEC_TO_TIERS": "_system",
     "UNMAPPED_TIER2": "_system",
     "ErrorSystem": "_system",
@@ -174,6 +176,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "ACTION_NAMES",
     "FINDING_TAGS",
+    "RAGEC_TIER3",
     "RAGEC_TO_TIERS",
     "TIER1_ACTIONS",
     "TIER1_PROGRAMS",

@@ -28,9 +28,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from rapidfuzz import fuzz, process, utils
 
 from ragtriage.config import DiagnosisConfig
-from ragtriage.critic._system import error_system, tiers_of_ragec
+from ragtriage.critic._system import RAGEC_TIER3, error_system, tiers_of_ragec
 from ragtriage.llm import ChatRequest, LLMFailure, LLMRunner, parse_json_object
-from ragtriage.records import ERROR_TYPE_NAMES, Chunk, Diagnosis, Example, Trace
+from ragtriage.records import Chunk, Diagnosis, ErrorType, Example, Trace
 from ragtriage.text import detect_language
 
 __all__ = [
@@ -145,7 +145,8 @@ def _undetermined(inp: CriticInput, critic: str, reason: str) -> CriticVerdict:
 
 def verdict_of_diagnosis(d: Diagnosis, *, critic: str = "rules") -> CriticVerdict:
     """A RAGEC diagnosis read as a critic verdict: failing → Error with the tiers of its
-    modal type (and its second type), the RAGEC type names as tier-3 tags."""
+    modal type (and its second type) and their published tier-3 tags
+    (:data:`~ragtriage.critic.RAGEC_TIER3`, whose tier-2/1 join the lists)."""
     base: dict[str, Any] = {
         "example_id": d.example_id,
         "trace_id": d.trace_id,
@@ -161,10 +162,16 @@ def verdict_of_diagnosis(d: Diagnosis, *, critic: str = "rules") -> CriticVerdic
     types = [t for t in (d.error_type, d.second_type) if t is not None]
     tier1: list[str] = []
     tier2: list[str] = []
+    tier3: list[str] = []
+    system = error_system()
     for t in types:
         t1, t2 = tiers_of_ragec(t)
+        tag3, tag_t2 = RAGEC_TIER3[ErrorType(t)]
+        t2 = [*t2, tag_t2]
+        t1 = [*t1, system.tier1_of(tag_t2)]
         tier1 += [x for x in t1 if x not in tier1]
         tier2 += [x for x in t2 if x not in tier2]
+        tier3 += [tag3] if tag3 not in tier3 else []
     parts = [d.answer_reason, d.stage_reason, *d.evidence[:3]]
     analysis = " ".join(p.strip() for p in parts if p and p.strip())
     return CriticVerdict(
@@ -172,7 +179,7 @@ def verdict_of_diagnosis(d: Diagnosis, *, critic: str = "rules") -> CriticVerdic
         judgement="error",
         tier1=tier1,
         tier2=tier2,
-        tier3=[ERROR_TYPE_NAMES[t] for t in types],
+        tier3=tier3,
         analysis=analysis,
         ragec_types=[t.value for t in types],
     )

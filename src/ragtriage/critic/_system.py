@@ -19,6 +19,7 @@ from importlib import resources
 from ragtriage.records import ErrorType
 
 __all__ = [
+    "RAGEC_TIER3",
     "RAGEC_TO_TIERS",
     "UNMAPPED_TIER2",
     "ErrorSystem",
@@ -158,6 +159,41 @@ RAGEC_TO_TIERS: dict[ErrorType, tuple[tuple[str, str], ...]] = {
         (_INC, "Specificity and Precision Errors"),
         (_INA, "Factual Inaccuracies"),
     ),
+}
+
+#: RAGEC type → (a published tier-3 tag that names the same failure, the tier-2 type that
+#: lists it). Chosen among its RAGEC_TO_TIERS tier-2 types where one lists a fitting tag;
+#: else from the tier-2 that does (E10 "Hallucination", E11 "External Knowledge
+#: Dependency", E13 "Misinterpretation of Question", E16 "Numerical Inaccuracy"). Never a
+#: RAGEC name ("Incomplete Answer", "Numerical Error" … are tier-3 tags too, but a
+#: tier-3 field holding them would say nothing RAGEC does not). tests/test_critic_system.py
+#: checks each tag is listed under its tier-2.
+RAGEC_TIER3: dict[ErrorType, tuple[str, str]] = {
+    ErrorType.E1: ("Lack of Context", "Insufficient or Incomplete Information Retrieval"),
+    ErrorType.E2: ("Focus Dilution", "Relevance Gaps in Retrieval"),
+    ErrorType.E3: (
+        "Context Misinterpretation",
+        "Insufficient or Incomplete Information Retrieval",
+    ),
+    ErrorType.E4: ("Insufficient Information Retrieval", "Data Insufficiency in Retrieval"),
+    ErrorType.E5: ("Incorrect Information Retrieval", "Irrelevant Information Retrieval"),
+    ErrorType.E6: ("Topic Drift", "Relevance Gaps in Retrieval"),
+    ErrorType.E7: (
+        "Missing Contextual Information",
+        "Insufficient or Incomplete Information Retrieval",
+    ),
+    ErrorType.E8: ("Inaccurate Information Retrieval", "Irrelevant Information Retrieval"),
+    ErrorType.E9: (
+        "Lack of Acknowledgment of Missing Information",
+        "Incorrect and Incomplete Answers",
+    ),
+    ErrorType.E10: ("Hallucination", "Erroneous Information Retrieval"),
+    ErrorType.E11: ("External Knowledge Dependency", "Erroneous Information Retrieval"),
+    ErrorType.E12: ("Answer Incompleteness", "Partial Coverage and Temporal Issues"),
+    ErrorType.E13: ("Misinterpretation of Question", "Off-Topic and Redundant Responses"),
+    ErrorType.E14: ("Context Utilization Failure", "Contextual Understanding Errors"),
+    ErrorType.E15: ("Date Discrepancy", "Partial Coverage and Temporal Issues"),
+    ErrorType.E16: ("Numerical Inaccuracy", "Irrelevant Information Retrieval"),
 }
 
 #: Tier-2 types no RAGEC type describes (see the module docstring).
