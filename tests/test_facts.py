@@ -674,3 +674,17 @@ def test_a_place_name_missing_from_every_source_is_unsupported_zh() -> None:
     assert content_support("总部位于杭州", ["某公司总部位于杭州。"]).unsupported == 0
     # English: a missing place name is unsupported as before
     assert content_support("Chengdu", ["The company is based in Hangzhou."]).unsupported == 1
+
+
+def test_citation_markers_and_document_labels_are_no_numbers() -> None:
+    def raws(text: str) -> list[str]:
+        return [q.raw for q in extract_quantities(text)]
+
+    assert raws("Revenue was 5 million [4].") == ["5 million"]
+    assert raws("As stated (Doc 2), it took 7 days [1, 3].") == ["7 days"]
+    assert raws("Document 3 says it took 7 days.") == ["7 days"]
+    assert raws("营收为500万元【3】（文档2）。") == ["500万元"]
+    assert raws("文档3显示，工期为7天。") == ["7天"]
+    # a bracketed figure before a word stays a figure
+    assert raws("within twenty (20) days") == ["twenty (20) days"]
+    assert raws("共(3)项") == ["3"]

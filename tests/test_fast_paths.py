@@ -812,8 +812,10 @@ def test_citation_pattern_equals_the_old_one(text: str) -> None:
 
 def ref_content_support(text: str, sources: list[str]) -> facts.Support:
     support: set[str] = set()
+    chars: set[str] = set()
     for src in sources:
         support |= facts._prepare(src).terms
+        chars |= set(facts._prepare(src).compact)
     t = ref_blanked(
         facts._fold(text),
         [(q.start, q.end) for q in facts.extract_quantities(text)]
@@ -851,7 +853,8 @@ def ref_content_support(text: str, sources: list[str]) -> facts.Support:
             while j < n and not ok[j] and run[j] not in facts._STOP_ZH_CHARS:
                 j += 1
             total += j - i - 1
-            if j - i >= 2:
+            # one unsupported character counts when no source has it
+            if j - i >= 2 or run[i] not in chars:
                 unsupported += j - i
                 examples.append((m.start() + i, run[i:j]))
             i = j

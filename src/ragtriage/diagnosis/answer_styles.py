@@ -39,7 +39,7 @@ __all__ = [
 
 # "[ \t]*[\[【(（]" written to open with one character class (a blank or a bracket,
 # then more blanks and a bracket only after a blank), so the regex engine skips ahead
-_CITATIONS = lazy_compile(
+CITATIONS = _CITATIONS = lazy_compile(
     r"[ \t\[【(（](?:(?<=[\[【(（])|(?<=[ \t])[ \t]*[\[【(（])"
     r"\s*(?:(?:docs?|documents?|sources?|passages?|chunks?|refs?|references?|"
     r"contexts?|文档|文件|资料|来源|段落|参考)\s*[:：#]?\s*)?"
@@ -48,7 +48,7 @@ _CITATIONS = lazy_compile(
     re.IGNORECASE,
 )
 # "Document 2 says …", "文档3显示…": a label's number is no value of the answer
-_DOC_LABEL = lazy_compile(
+DOC_LABEL = _DOC_LABEL = lazy_compile(
     r"\b((?:[Dd]oc(?:ument)?|DOC|[Pp]assage|[Ss]ource|[Cc]hunk|[Ee]xcerpt)s?)[ \t]*#?[ \t]*\d{1,3}\b|"
     r"(文档|文件|资料|段落|片段|来源)[ \t]*\d{1,3}(?!\d)"
 )

@@ -25,6 +25,8 @@ from typing import NamedTuple
 from rapidfuzz import fuzz
 
 from ragtriage._regex import lazy_compile
+from ragtriage.diagnosis.answer_styles import CITATIONS as _CITATIONS
+from ragtriage.diagnosis.answer_styles import DOC_LABEL as _DOC_LABEL
 from ragtriage.text import STOPWORDS_EN, is_cjk
 from ragtriage.text import normalize as _text_normalize
 
@@ -654,6 +656,24 @@ def _quantities(text: str) -> tuple[Quantity, ...]:
         dates.mark(d.start, d.end)
     out: list[Quantity] = []
     taken = _Mask(len(t))
+    # citation markers ("[4]", "[1, 3]", "【2】", "(Doc 2)", "（文档2）") and document
+    # labels ("Document 3 says", "文档3显示") number sources, not facts
+    # (a bare number in round brackets before a word is a figure: "a fine of (500) yuan",
+    # "共(3)项")
+    if any(ch.isdigit() for ch in text):
+        for m in _CITATIONS.finditer(text):
+            cited = m.group()
+            rest = text[m.end() : m.end() + 2].lstrip()
+            if (
+                cited.rstrip()[-1] in ")）"
+                and not any(ch.isalpha() for ch in cited)
+                and rest
+                and (rest[0].isalnum() or is_cjk(rest[0]))
+            ):
+                continue
+            taken.mark(m.start(), m.end())
+        for m in _DOC_LABEL.finditer(text):
+            taken.mark(m.start(), m.end())
 
     for m in _RE_ZH_PERCENT.finditer(t) if "百分之" in t else ():
         n = m.group("n")
