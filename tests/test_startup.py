@@ -114,7 +114,9 @@ def test_offline_commands_import_no_llm_sdk(tmp_path: Path) -> None:
     assert "jinja2" not in diagnose and "jinja2" not in validate
 
 
-@pytest.mark.parametrize("package", ["ragtriage.critic", "ragtriage.report"])
+@pytest.mark.parametrize(
+    "package", ["ragtriage.critic", "ragtriage.report", "ragtriage.llm", "ragtriage.metrics"]
+)
 def test_a_lazy_package_gives_every_public_name_from_its_submodule(package: str) -> None:
     """These packages load their submodules on first use of a name (the diagnoser needs
     only the error system and the summary): every name of ``__all__`` resolves to its

@@ -37,8 +37,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Final, Literal
 
-import numpy as np
-
 from ragtriage.diagnosis.alignment import fact_swaps, is_initials
 from ragtriage.diagnosis.answer_checks import (
     _DOWN,
@@ -843,6 +841,8 @@ class _Lookup:
         self.vectors = vectors
 
     def __call__(self, claim: str, sentences: Sequence[str]) -> float | None:
+        import numpy as np  # only with an embedder: the offline diagnosis needs none
+
         a = self.vectors[claim]
         best = 0.0
         for s in sentences:
@@ -870,6 +870,8 @@ def check_claims(
         rec = _Recorder()
         first = [_verdict(c, p, rec) for c, p in jobs]
         if rec.texts:
+            import numpy as np
+
             texts = list(dict.fromkeys(rec.texts))
             vecs = np.asarray(embedder.embed(texts), dtype=np.float64)
             look = _Lookup(dict(zip(texts, vecs, strict=True)))
