@@ -73,13 +73,24 @@ def observable_stages(trace: Trace) -> frozenset[Stage]:
     raw = trace.metadata.get("observable_stages")
     if not isinstance(raw, list):
         return frozenset(Stage)
-    return frozenset(Stage(s) for s in raw if isinstance(s, str) and s in Stage._value2member_map_)
+    seen = frozenset(Stage(s) for s in raw if isinstance(s, str) and s in Stage._value2member_map_)
+    if Stage.CHUNKING not in seen and _no_passages(trace):
+        # an imported row that records no passage at all: what the retriever found (and
+        # the reranker kept) cannot be told from a retrieval that found nothing
+        seen -= {Stage.RETRIEVAL, Stage.RERANKING}
+    return seen
+
+
+def _no_passages(trace: Trace) -> bool:
+    return not trace.context and not trace.retrieved and not trace.reranked
 
 
 def not_observable(trace: Trace, stage: Stage) -> str:
     """Why ``stage`` is not observable in this trace, in words."""
     why = trace.metadata.get("not_observable")
     reason = why.get(stage.value) if isinstance(why, dict) else None
+    if not (isinstance(reason, str) and reason) and _no_passages(trace):
+        reason = "the source records no passages, neither retrieved nor given to the generator"
     text = reason if isinstance(reason, str) and reason else "the trace does not record it"
     return f"{stage.value}: not observable ({text})"
 

@@ -118,6 +118,10 @@ async def _minimal(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attrib
     evidence.extend(
         not_observable(trace, s) for s in (Stage.CHUNKING, Stage.RERANKING) if s not in seen
     )
+    if call.stage is not None and call.stage not in seen:
+        # the passages cannot show the stage the call would blame (no passage recorded:
+        # "not in the passages" says nothing about retrieval): undetermined, not a guess
+        call = replace(call, stage=None, reason=not_observable(trace, call.stage))
     if call.stage is None:
         return Attribution(None, call.reason, (), tuple(evidence))
     ctx = case_context(trace, call.stage, label, None, None, env.config, env.answer_rule)
