@@ -12,7 +12,7 @@ the steps before :attr:`CascadeStep.after_concepts` decided nothing), and
 | references | generation: every located reference sentence was held whole by a chunk of the context (``reference_extension``) |
 | question parts | one entity's evidence never reached the generator (``entity_extension``): retrieval or reranking, chunking when it was cut from its subject or -- for a retrieval call -- the GT chunks' shape is at fault |
 | declined facts | the facts a partially abstaining (or wrongly valued) answer lacks never reached the generator (``entity_extension``): reranking or retrieval |
-| GT flow | B.2.2-B.2.3: generation when more than ``generator_gt_share`` of the GT chunks reached the generator (or there are none), reranking when one was retrieved and dropped |
+| GT flow | B.2.2-B.2.3: generation when more than ``generator_gt_share`` of the GT chunks reached the generator (or there are none), reranking when one was retrieved and dropped -- retrieval instead when the evidence the answer lacks (its reference sentence's chunk, or a GT chunk holding the missing fact) was never retrieved (issue 27) |
 | chunk shape | over- or underchunking of GT chunks that were not retrieved (``chunking_extension``) |
 | depth | retrieval when no GT chunk was retrieved from a list of at most ``shallow_retrieval`` |
 | concept coverage | B.2.4: chunking below ``concept_coverage``, else retrieval |
@@ -122,15 +122,6 @@ def _depth(c: CascadeCase) -> StageCall | None:
     return stage_from_depth(c.trace, c.flow, c.config)
 
 
-def _missing_evidence(c: CascadeCase) -> StageCall | None:
-    if not c.config.entity_extension:
-        return None
-    # B.2.4 decides by concept coverage; a reference sentence held whole by a chunk that
-    # was never retrieved was lost at retrieval, however the query's concepts spread
-    call = stage_from_missing(c.trace, c.flow, located="reference")
-    return call if call is not None and call.stage is Stage.RETRIEVAL else None
-
-
 def _concept_coverage(c: CascadeCase) -> StageCall | None:
     return stage_from_coverage(c.coverage, c.n_concepts, c.config)
 
@@ -143,7 +134,6 @@ CASCADE: Final[tuple[CascadeStep, ...]] = (
     CascadeStep("GT flow", _gt_flow),
     CascadeStep("chunk shape", _chunk_shape, after_concepts=True),
     CascadeStep("depth", _depth, after_concepts=True),
-    CascadeStep("missing evidence", _missing_evidence, after_concepts=True),
     CascadeStep("concept coverage", _concept_coverage, after_concepts=True),
 )
 
