@@ -116,11 +116,8 @@ def split_claims(text: str) -> list[str]:
     for s in split_sentences(cleaned):
         for piece in _CLAUSE_SPLIT.split(s.text):
             piece = piece.strip(" \t\n-*•")
-            if not piece or not _has_substance(piece):
-                continue
-            if declining_sentence(piece):
-                continue
-            out.append(piece)
+            if piece and _has_substance(piece) and not declining_sentence(piece):
+                out.append(piece)
     return out
 
 
@@ -134,14 +131,17 @@ def _has_substance(text: str) -> bool:
 _TERMINAL: Final = ".。．!?！？ \t\n"
 
 
-def _facts_of(text: str) -> tuple[tuple[Quantity, ...], tuple[DateMention, ...]]:
+_Facts = tuple[tuple[Quantity, ...], tuple[DateMention, ...]]
+
+
+def _facts_of(text: str) -> _Facts:
     """Numbers (not inside a date) and dates of ``text``; a claim and the premise clause
     it equals but for its full stop share one extraction (offsets hold for both)."""
     return _facts_cached(text.rstrip(_TERMINAL))
 
 
 @lru_cache(maxsize=8192)
-def _facts_cached(text: str) -> tuple[tuple[Quantity, ...], tuple[DateMention, ...]]:
+def _facts_cached(text: str) -> _Facts:
     dates = tuple(extract_dates(text))
     spans = [(d.start, d.end) for d in dates]
     qs = tuple(
@@ -180,6 +180,13 @@ _FILLER_ZH: Final = ("根据", "文档", "资料", "材料", "上下文", "答�
 def _terms(text: str) -> frozenset[str]:
     """Content terms of ``text`` with its numbers and dates blanked (stems, CJK bigrams)."""
     return key_terms(_blank_facts(text))
+
+
+def _unit_terms(text: str) -> frozenset[str]:
+    """A premise clause's content terms without reading its facts: terms with a digit
+    left out (a claim's terms have its facts blanked, so a premise clause needs no more
+    for the alignment; "million", "March" may stay, which no claim term asks for)."""
+    return frozenset(t for t in key_terms(text) if not any(c.isdigit() for c in t))
 
 
 def _claim_terms(text: str) -> frozenset[str]:
@@ -409,62 +416,85 @@ _ZH_STOP: Final = frozenset(STOPWORDS_ZH)
 
 @dataclass(slots=True)
 class _Unit:
-    """A clause of the premise (answer_checks.clauses) and the sentence it is in."""
+    """A clause of the premise (answer_checks.clauses) and the sentence it is in; its
+    facts and negations are read when a claim first looks at the clause."""
 
     text: str
     sentence: int
     terms: frozenset[str]
-    polarity: _Polarity
-    quantities: tuple[Quantity, ...]
+    _facts: _Facts | None = None
+    _polarity: _Polarity | None = None
+
+    @property
+    def quantities(self) -> tuple[Quantity, ...]:
+        if self._facts is None:
+            self._facts = _facts_of(self.text)
+        return self._facts[0]
+
+    @property
+    def dates(self) -> tuple[DateMention, ...]:
+        if self._facts is None:
+            self._facts = _facts_of(self.text)
+        return self._facts[1]
+
+    @property
+    def polarity(self) -> _Polarity:
+        if self._polarity is None:
+            self._polarity = _polarity(self.text)
+        return self._polarity
+
+
+@dataclass(slots=True)
+class _Pools:
+    """The facts of a whole premise (read once, on first need), with the background's
+    (``quantities``, ``dates``) and without them (``own_*``)."""
+
+    quantities: QuantityPool
     dates: tuple[DateMention, ...]
+    own_quantities: QuantityPool
+    own_dates: tuple[DateMention, ...]
 
 
 @dataclass(slots=True)
 class Premise:
     """A text prepared once for many claims: its sentences and clauses with their
-    content terms, facts and negations, an index from term to clause, and an optional
-    ``background`` (the question) whose words count as known but prove nothing."""
+    content terms, an index from term to clause, and an optional ``background`` (the
+    question) whose words and facts count as known but prove nothing. Facts and
+    negations are read when first needed."""
 
     text: str
     background: str = ""
     sentences: list[str] = field(default_factory=list)
     units: list[_Unit] = field(default_factory=list)
     index: dict[str, list[int]] = field(default_factory=dict)
-    quantities: QuantityPool = field(default_factory=lambda: QuantityPool(()))
-    dates: tuple[DateMention, ...] = ()
-    own_quantities: QuantityPool = field(default_factory=lambda: QuantityPool(()))
-    own_dates: tuple[DateMention, ...] = ()
     norm: str = ""
     background_terms: frozenset[str] = frozenset()
+    cleaned: str = ""
+    _pools: _Pools | None = None
 
     @classmethod
     def of(cls, text: str, background: str = "") -> Premise:
         p = cls(text=text, background=background)
-        cleaned = clean_answer(text)
-        qs: list[Quantity] = []
-        ds: list[DateMention] = []
+        p.cleaned = cleaned = clean_answer(text)
         for si, s in enumerate(split_sentences(cleaned)):
             p.sentences.append(s.text)
             for c in clauses(s.text) or [s.text]:
-                q, d = _facts_of(c)
-                qs.extend(q)
-                ds.extend(d)
-                unit = _Unit(c, si, _terms(c), _polarity(c), q, d)
+                unit = _Unit(c, si, _unit_terms(c))
                 n = len(p.units)
                 p.units.append(unit)
                 for t in unit.terms:
                     p.index.setdefault(t, []).append(n)
-        p.own_quantities = QuantityPool(qs)
-        p.own_dates = tuple(ds)
-        if background.strip():  # the question's facts and names are known, not proof
-            bq, bd = _facts_of(background)
-            qs.extend(bq)
-            ds.extend(bd)
-        p.quantities = QuantityPool(qs)
-        p.dates = tuple(ds)
         p.norm = f" {normalize(cleaned)} {normalize(background)} "
         p.background_terms = _terms(background) if background.strip() else frozenset()
         return p
+
+    @property
+    def pools(self) -> _Pools:
+        if self._pools is None:
+            qs, ds = _facts_of(self.cleaned)
+            bq, bd = _facts_of(self.background) if self.background.strip() else ((), ())
+            self._pools = _Pools(QuantityPool([*qs, *bq]), (*ds, *bd), QuantityPool(qs), tuple(ds))
+        return self._pools
 
     def aligned(self, view: _ClaimView, limit: int = 3) -> list[tuple[float, int]]:
         """(how much of the claim a clause holds, clause index), best first, at least
@@ -546,6 +576,7 @@ def _unsupported_share(
     counts as held when ``values`` (the aligned clauses') hold its value ("reduce" for
     "cut", "降低" for "降至")."""
     sources = [premise.text] + ([premise.background] if premise.background else [])
+    claim = claim.rstrip(_TERMINAL)  # the text whose facts _facts_of read (one extraction)
     sup = content_support(claim, sources)
     total, unsupported = sup.total, sup.unsupported
     missing: list[str] = []
@@ -708,8 +739,8 @@ def _verdict(
     )
     best_sentences = list(dict.fromkeys(premise.sentences[premise.units[n].sentence] for n in best))
     # -- facts of the claim that the premise lacks, where the aligned clause has others
-    missing_q = [q for q in qs if not premise.quantities.matches(q)]
-    missing_d = [d for d in ds if not any(dates_match(d, p) for p in premise.dates)]
+    missing_q = [q for q in qs if not premise.pools.quantities.matches(q)]
+    missing_d = [d for d in ds if not any(dates_match(d, p) for p in premise.pools.dates)]
     missing_n = [n for n in names if not premise.has_name(n)]
     for _, n in aligned:
         unit = premise.units[n]
@@ -802,8 +833,9 @@ def _verdict(
         return ClaimCheck(claim, "neutral", "a negated statement the premise does not make")
     if share is None:
         # a claim of facts only ("$265 million", "2019年"): its facts are all there
-        if not any(premise.own_quantities.matches(q) for q in qs) and not any(
-            dates_match(d, p) for d in ds for p in premise.own_dates
+        own_q, own_d = premise.pools.own_quantities, premise.pools.own_dates
+        if not any(own_q.matches(q) for q in qs) and not any(
+            dates_match(d, p) for d in ds for p in own_d
         ):
             return ClaimCheck(claim, "neutral", "only restates the question")
         return ClaimCheck(claim, "entailed", "every fact of the claim is in the premise")
