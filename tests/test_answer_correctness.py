@@ -277,3 +277,17 @@ def test_every_diagnosis_carries_the_graded_score_and_reports_show_its_mean() ->
     assert evaluate_gate(parse_gate("answer_correctness>=+0.2"), c).passed
     failed = evaluate_gate(parse_gate("answer_correctness>=+0.6"), c)
     assert not failed.passed and "+0.500" in failed.message
+
+
+def test_a_ground_truth_that_declines() -> None:
+    gt = "The document does not give the amount, it only says Sun paid the family."
+    both, claims = correctness_offline(
+        [
+            CorrectnessInput("I don't know.", gt, "How much did Sun pay?"),
+            CorrectnessInput("Sun paid the family. He paid $5,000.", gt, "How much did Sun pay?"),
+        ]
+    )
+    assert (both.precision, both.recall, both.f1) == (1.0, 1.0, 1.0)
+    # "Sun paid the family" is what the ground truth gives; "$5,000" is not there
+    assert [c.verdict for c in claims.answer_claims] == ["entailed", "neutral"]
+    assert claims.precision == 0.5 and claims.recall == 0.0 and claims.f1 == 0.0

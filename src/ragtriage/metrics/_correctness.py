@@ -23,11 +23,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from ragtriage.diagnosis.answer_styles import declining_sentence
 from ragtriage.metrics._entail import ClaimCheck, Premise, check_claims, split_claims
 from ragtriage.metrics._judgements import MetricScore
 from ragtriage.records import Trace
 
 __all__ = [
+    "BOTH_DECLINE",
     "CORRECTNESS_METRICS",
     "Correctness",
     "CorrectnessInput",
@@ -36,7 +38,9 @@ __all__ = [
     "correctness_input",
     "correctness_offline",
     "correctness_scores",
+    "declined_reference_check",
     "precheck",
+    "reference_declines",
     "result_of",
 ]
 
@@ -125,18 +129,40 @@ NO_REFERENCE: Final = CorrectnessResult(None, None, None, "no ground-truth answe
 NO_REFERENCE_CLAIM: Final = CorrectnessResult(
     None, None, None, "the ground-truth answer states no claim"
 )
+BOTH_DECLINE: Final = CorrectnessResult(
+    1.0, 1.0, 1.0, "the ground truth says the material does not answer, and so does the answer"
+)
+
+
+def reference_declines(item: CorrectnessInput, reference_claims: Sequence[str]) -> bool:
+    """The ground truth states nothing but that the material does not answer ("The
+    document does not give the amount, only …", "文档没有说明…")."""
+    return not reference_claims and declining_sentence(item.reference or "")
+
+
+def declined_reference_check(item: CorrectnessInput) -> ClaimCheck:
+    """The ground truth's one statement -- that there is no answer -- which an answer
+    making claims does not make (its recall is 0)."""
+    return ClaimCheck(
+        (item.reference or "").strip(), "neutral", "the ground truth declines, the answer does not"
+    )
 
 
 def precheck(
     item: CorrectnessInput, answer_claims: Sequence[str], reference_claims: Sequence[str]
 ) -> CorrectnessResult | None:
-    """The result fixed before any claim is checked (no reference, empty answer...)."""
+    """The result fixed before any claim is checked (no reference, empty answer...). A
+    ground truth that only declines is matched by an answer that declines too (1.0 on
+    all three); an answer making claims then has them checked against the ground truth's
+    text (what it says the material does give) and recall 0."""
     if item.reference is None or not item.reference.strip():
         return NO_REFERENCE
     if not item.answer.strip():
         return ZERO_EMPTY
     if not reference_claims:
-        return NO_REFERENCE_CLAIM
+        if not reference_declines(item, reference_claims):
+            return NO_REFERENCE_CLAIM
+        return BOTH_DECLINE if not answer_claims else None
     if not answer_claims:
         return ZERO_NO_CLAIM
     return None
@@ -172,10 +198,12 @@ def correctness_offline(
         spans.append((start, start + len(a_claims), len(jobs)))
     checks = check_claims(jobs, embedder)
     results: list[CorrectnessResult] = []
-    for fixed, (start, mid, end) in zip(out, spans, strict=True):
-        results.append(
-            fixed if fixed is not None else result_of(checks[start:mid], checks[mid:end])
-        )
+    for item, fixed, (start, mid, end) in zip(items, out, spans, strict=True):
+        if fixed is not None:
+            results.append(fixed)
+            continue
+        r_checks = checks[mid:end] or [declined_reference_check(item)]
+        results.append(result_of(checks[start:mid], r_checks))
     return results
 
 

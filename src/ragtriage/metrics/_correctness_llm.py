@@ -30,6 +30,7 @@ from ragtriage.metrics._correctness import (
     ZERO_EMPTY,
     CorrectnessInput,
     CorrectnessResult,
+    declined_reference_check,
     precheck,
     result_of,
 )
@@ -164,7 +165,10 @@ class LLMCorrectness:
         chk = await self.runner.try_complete(
             self.check_request(item, a_claims, r_claims), purpose="correctness_check"
         )
-        return _votes(chk, a_claims, r_claims)
+        result = _votes(chk, a_claims, r_claims)
+        if not r_claims and result.precision is not None:  # a ground truth that declines
+            return result_of(result.answer_claims, [declined_reference_check(item)])
+        return result
 
     async def ascore_many(self, items: Sequence[CorrectnessInput]) -> list[CorrectnessResult]:
         return list(await asyncio.gather(*(self._one(i) for i in items)))
