@@ -13,7 +13,8 @@ prints, so the figures in the README are the demo's real output.
 empty embedding cache (``.ragtriage/``), then with it filled (both runs must print the
 same figures); ``--fresh-clone`` also clones HEAD into a temporary folder and times
 ``make demo`` there twice: from nothing (virtual environment, ``pip install``, the
-corpus embedded) and again with the environment built. Timings are
+corpus embedded) and again with the environment built (without it, the last such
+figures stay, with the commit they were measured at). Timings are
 stated with the date, the machine and its load average; the gate and story lines must
 match a new run exactly.
 """
@@ -174,13 +175,15 @@ def write_block(cold: DemoRun, warm: DemoRun, fresh: tuple[float, float, str] | 
     start, end = text.index(BEGIN), text.index(END)
     day = datetime.date.today().isoformat()
     load = os.getloadavg()[0]
-    clone = (
-        f"`make demo` from a fresh clone (commit {fresh[2]}) took {_minutes(fresh[0])}, "
-        "virtual environment, `pip install` and the embedding of the corpus included, and "
-        f"{_minutes(fresh[1])} when run again. "
-        if fresh is not None
-        else ""
-    )
+    if fresh is not None:
+        clone = (
+            f"`make demo` from a fresh clone (commit {fresh[2]}) took {_minutes(fresh[0])}, "
+            "virtual environment, `pip install` and the embedding of the corpus included, "
+            f"and {_minutes(fresh[1])} when run again. "
+        )
+    else:  # the last measured one stays: it names the commit it was measured at
+        old = re.search(r"`make demo` from a fresh clone \(commit \w+\)[^.]*\. ", text)
+        clone = old.group(0) if old else ""
     block = (
         f"{BEGIN}\n"
         "```\n" + "\n".join(cold.quoted) + "\n```\n\n"
