@@ -2005,15 +2005,14 @@ def _grade_coverage(c: _Case, g: _Grade) -> None:
             else AnswerLabel.INCORRECT
         )
         if (
-            kp_label is not AnswerLabel.CORRECT
+            kp_label is AnswerLabel.POSSIBLE_CORRECT
             and len(coverage.units) >= 2
             and all(coverage.covered)
         ):
             # every ground-truth statement is made; a keypoint worded otherwise ("冷库事故"
-            # for "制冷设备故障造成货损", "$380M + $580M = $960M" for "liabilities of $380
-            # million plus equity of $580 million make $960 million") is no gap
+            # for "制冷设备故障造成货损") is no gap
             kp_label = AnswerLabel.CORRECT
-            g.reasons.append(f"states all {len(coverage.units)} ground-truth statement(s)")
+            g.reasons.append(f"states all {len(coverage.units)} ground-truth statements")
         g.reasons.append(f"keypoints covered {kp:.2f}")
         g.label = kp_label
         g.rule = _KEYPOINTS
