@@ -6,8 +6,9 @@ sandboxed critic-guided correction loop. See docs/critic.md."""
 # add their imports to every `ragtriage diagnose` (benchmarks/startup.py).
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from ragtriage import _lazy
 
 if TYPE_CHECKING:
     from ragtriage.critic._bench import (
@@ -161,16 +162,11 @@ _EXPORTS: dict[str, str] = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+    return _lazy.load(__name__, _EXPORTS, globals(), name)
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+    return _lazy.names(_EXPORTS, globals())
 
 
 __all__ = [

@@ -6,8 +6,9 @@
 # (tests/test_startup.py checks).
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from ragtriage import _lazy
 
 if TYPE_CHECKING:
     from ragtriage.llm._base import ChatRequest, Completion, LLMClient, Message, Usage
@@ -103,16 +104,11 @@ _EXPORTS: dict[str, str] = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+    return _lazy.load(__name__, _EXPORTS, globals(), name)
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+    return _lazy.names(_EXPORTS, globals())
 
 
 __all__ = [
