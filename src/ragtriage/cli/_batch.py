@@ -122,7 +122,7 @@ def batch_rounds(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from ragtriage.llm import BatchNextRound
+        from ragtriage.llm._errors import BatchNextRound
 
         rounds = 0
         while True:

@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     from ragtriage.llm._base import ChatRequest, Completion, LLMClient, Message, Usage
     from ragtriage.llm._batch import (
         BatchCollector,
-        BatchNextRound,
         BatchSession,
         ImportStats,
         import_outputs,
@@ -28,6 +27,7 @@ if TYPE_CHECKING:
         ResponseCache,
     )
     from ragtriage.llm._errors import (
+        BatchNextRound,
         LLMBadResponseError,
         LLMBatchFailedError,
         LLMBatchPendingError,
@@ -59,7 +59,7 @@ _EXPORTS: dict[str, str] = {
     "Message": "_base",
     "Usage": "_base",
     "BatchCollector": "_batch",
-    "BatchNextRound": "_batch",
+    "BatchNextRound": "_errors",
     "BatchSession": "_batch",
     "ImportStats": "_batch",
     "import_outputs": "_batch",

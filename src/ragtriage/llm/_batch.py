@@ -42,6 +42,7 @@ from ragtriage.errors import ConfigError, InputError, LLMError
 from ragtriage.jsonl import file_lock, iter_json_lines, stream_write_lines
 from ragtriage.llm._base import ChatRequest, Completion, Usage
 from ragtriage.llm._cache import DEFAULT_CACHE_PATH, BatchFailureRecord, CachedSample, ResponseCache
+from ragtriage.llm._errors import BatchNextRound
 from ragtriage.llm._ledger import Ledger
 from ragtriage.llm._payload import SchemaMode, chat_payload
 from ragtriage.llm._runner import LLMRunner, _sample_seed
@@ -69,11 +70,6 @@ BATCH_ENDPOINT = "/v1/chat/completions"
 _LOCK_FILE = ".requests.lock"
 _MESSAGE_OVERHEAD = 4  # as ragtriage.llm._tokens (prompt estimate of an exported body)
 _REQUEST_OVERHEAD = 3
-
-
-class BatchNextRound(Exception):
-    """A submitted batch was answered and imported: run the command again (the CLI
-    does), to compute with the replies and export the next round's requests."""
 
 
 class BatchOnlyClient:

@@ -123,3 +123,9 @@ class LLMBatchFailedError(LLMError):
     def __init__(self, message: str, *, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
+
+
+class BatchNextRound(Exception):
+    """A submitted batch was answered and imported: run the command again (the CLI
+    does), to compute with the replies and export the next round's requests. (Here, not
+    in ``_batch``, so that the CLI's round loop catches it without importing batch mode.)"""
