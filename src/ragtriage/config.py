@@ -52,7 +52,7 @@ __all__ = [
 class _Cfg(BaseModel):
     # NaN or infinity in a config (a temperature of .nan in YAML) would end up in every
     # manifest as invalid JSON
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, strict=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, strict=True, defer_build=True)
 
 
 class LLMConfig(_Cfg):

@@ -52,7 +52,7 @@ Metadata = dict[str, JsonValue]
 class Record(BaseModel):
     """Base of every record: frozen, strict about unknown fields, versioned."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, defer_build=True)
 
     schema_version: Literal[1] = Field(
         default=SCHEMA_VERSION,
