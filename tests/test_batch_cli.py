@@ -161,6 +161,55 @@ def test_critic_batch_round_trip_equals_live(
     assert _cache_texts(tmp_path / "b.sqlite") == _cache_texts(tmp_path / "live.sqlite")
 
 
+SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "rag_critic_samples"
+
+
+def bench_reply(body: dict[str, Any], index: int) -> str:
+    """Error for every other question (by its length), else Correct."""
+    question = last_user(body).split("**Question:**")[1].split("**Passage:**")[0]
+    if len(question) % 2:
+        return json.dumps(
+            {
+                "Judgement": "Error",
+                "Error analysis": "The answer names the wrong person.",
+                "tag1": ["Erroneous Information"],
+                "tag2": ["Incorrect Entity"],
+                "tag3": ["Wrong person"],
+            }
+        )
+    return '{"Judgement": "Correct"}'
+
+
+@pytest.mark.skipif(not SAMPLES.is_dir(), reason="../shared/data/rag_critic_samples not present")
+def test_critic_bench_batch_round_trip_equals_live(
+    llm_server: LocalLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    llm_server.behaviour.reply = bench_reply
+    base = [
+        "critic-bench",
+        str(SAMPLES / "critic_qwen-2.5-7b-instruct_nq_train.jsonl"),
+        "--format",
+        "rag-critic",
+        "--critic",
+        "llm",
+        "--model",
+        "critic-model",
+    ]
+    live = [*base, "--base-url", llm_server.base_url, "--cache", str(tmp_path / "live.sqlite")]
+    assert _cli(*live, "--json", str(tmp_path / "live.json")) == 0
+    capsys.readouterr()
+    batch = [*base, "--cache", str(tmp_path / "b.sqlite"), "--json", str(tmp_path / "b.json")]
+    rounds = _batch_rounds(batch, tmp_path / "batch", tmp_path / "b.json", bench_reply, capsys)
+    assert rounds == 2
+    assert json.loads((tmp_path / "b.json").read_text(encoding="utf-8")) == json.loads(
+        (tmp_path / "live.json").read_text(encoding="utf-8")
+    )
+    assert _cache_texts(tmp_path / "b.sqlite") == _cache_texts(tmp_path / "live.sqlite")
+    # the rules critic calls no LLM: the batch options are an error there
+    rules = [*base[:5], "rules", "--llm-batch-out", str(tmp_path / "d")]
+    assert _cli(*rules) == 2
+
+
 def eval_reply(body: dict[str, Any], index: int) -> str:
     """The metrics helpers' scripted judge; a prompt it does not know gets "{}" (an
     unusable verdict: the same undetermined score live and in batch mode)."""

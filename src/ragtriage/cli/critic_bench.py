@@ -8,6 +8,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from ragtriage.cli._batch import (
+    BATCH_IN,
+    BATCH_OUT,
+    BATCH_RETRY_FAILED,
+    BATCH_SUBMIT,
+    batch_rounds,
+    open_batch,
+)
 from ragtriage.errors import InputError
 
 __all__ = ["register"]
@@ -19,6 +27,7 @@ def _pct(x: float | None) -> str:
 
 def register(app: typer.Typer) -> None:
     @app.command("critic-bench")
+    @batch_rounds
     def critic_bench(
         file: Path = typer.Argument(..., help="Bench JSONL (see docs/critic.md)."),
         fmt: str = typer.Option(
@@ -45,6 +54,10 @@ def register(app: typer.Typer) -> None:
             None, "--config", help="Pipeline YAML/TOML (llm section)."
         ),
         cache: Path | None = typer.Option(None, "--cache", help="LLM cache file."),
+        llm_batch_out: Path | None = BATCH_OUT,
+        llm_batch_in: list[Path] | None = BATCH_IN,
+        llm_batch_submit: bool = BATCH_SUBMIT,
+        llm_batch_retry_failed: bool = BATCH_RETRY_FAILED,
     ) -> None:
         """Error-identification accuracy (correct / error / average) and tier-1/2 F1."""
         from ragtriage.critic import (
@@ -75,6 +88,18 @@ def register(app: typer.Typer) -> None:
             if fmt == "bench"
             else read_published_critic_samples(file, error_tags=error_tags)
         )
+        if critic_name != "llm":
+            from ragtriage.config import LLMConfig
+
+            # the --llm-batch-* options name an LLM step: an error without one
+            open_batch(
+                LLMConfig(),
+                out=llm_batch_out,
+                inputs=llm_batch_in,
+                submit=llm_batch_submit,
+                retry_failed=llm_batch_retry_failed,
+                uses_llm=False,
+            )
         preds: list[BenchPrediction | CriticVerdict]
         if critic_name == "given":
             missing = [s.id for s in samples if s.critic is None]
@@ -92,7 +117,22 @@ def register(app: typer.Typer) -> None:
                 from ragtriage.cli.diagnose import _config, _runner
 
                 cfg = _config(config, base_url, model, None)
-                runner = _runner(cfg, dry_run=False, no_cache=False, cache=cache)
+                batch = open_batch(
+                    cfg.llm,
+                    out=llm_batch_out,
+                    inputs=llm_batch_in,
+                    submit=llm_batch_submit,
+                    retry_failed=llm_batch_retry_failed,
+                    cache=cache,
+                    no_cache=False,
+                    dry_run=False,
+                    uses_llm=True,
+                )
+                runner = (
+                    batch.runner()
+                    if batch is not None
+                    else _runner(cfg, dry_run=False, no_cache=False, cache=cache)
+                )
                 critic = LLMCritic(runner, model=cfg.llm.with_env().model or "")
 
                 async def go() -> list[CriticVerdict]:
@@ -105,6 +145,8 @@ def register(app: typer.Typer) -> None:
                     preds = list(run_sync(go()))
                 finally:
                     runner.close()
+                if batch is not None and batch.finish():
+                    return
             else:
                 offline = RulesCritic() if reference else ReferenceFreeCritic()
                 preds = list(run_sync(offline.judge(inputs)))
