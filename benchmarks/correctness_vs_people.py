@@ -2,7 +2,7 @@
 
 Run: .venv/bin/python benchmarks/correctness_vs_people.py PAIRS.jsonl [--embedder minilm]
      [--llm] [--base-url URL --model NAME | --config FILE] [--samples 3] [--cache FILE]
-     [--resamples 1000] [--seed 0] [--json OUT]
+     [--resamples 1000] [--seed 0] [--json OUT] [--llm-batch-out DIR] [--llm-batch-in FILE]
 
 Reads a pairwise preference file (format: :mod:`ragtriage.calibrate.preference`; rows
 ``{pair_id, question, ground_truth, answer_a, answer_b, language, judgements:
@@ -194,7 +194,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--resamples", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None, help="write the table as JSON")
+    ap.add_argument(
+        "--llm-batch-out",
+        type=Path,
+        default=None,
+        help="--llm in batch mode: export the requests the cache lacks to DIR/requests.jsonl "
+        "and stop; answer them, then run again with --llm-batch-in (docs/batch.md).",
+    )
+    ap.add_argument(
+        "--llm-batch-in",
+        type=Path,
+        action="append",
+        default=[],
+        help="Batch API output file to import into the LLM cache first (repeatable).",
+    )
     args = ap.parse_args(argv)
+    batch = None
     try:
         pairs = read_preferences(args.pairs)
         from ragtriage.config import EmbeddingConfig
@@ -207,7 +222,25 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             cfg = _config(args.config, args.base_url, args.model, None)
             cfg = cfg.model_copy(update={"llm": cfg.llm.with_env()})
-            runner = _runner(cfg, dry_run=False, no_cache=False, cache=args.cache)
+            if args.llm_batch_out or args.llm_batch_in:
+                from ragtriage.llm import BatchSession
+
+                batch = BatchSession(
+                    cfg.llm,
+                    out_dir=args.llm_batch_out,
+                    inputs=args.llm_batch_in,
+                    cache_path=args.cache,
+                    log=lambda line: print(line, file=sys.stderr),
+                )
+                batch.start()
+            runner = (
+                batch.runner()
+                if batch is not None and batch.exporting
+                else _runner(cfg, dry_run=False, no_cache=False, cache=args.cache)
+            )
+        elif args.llm_batch_out or args.llm_batch_in:
+            print("error: --llm-batch-out/--llm-batch-in need --llm", file=sys.stderr)
+            return 2
         try:
             scores = score_pairs(pairs, emb, runner=runner, samples=args.samples)
         finally:
@@ -216,6 +249,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RagtriageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if batch is not None and batch.finish():
+        print("LLM requests exported; nothing measured yet", file=sys.stderr)
+        return 0
     table = agreement_table(pairs, scores, seed=args.seed, resamples=args.resamples)
     print(f"{len(pairs)} answer pairs from {args.pairs} (embedder {args.embedder})")
     print(render(table, len(pairs)))
