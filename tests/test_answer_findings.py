@@ -253,3 +253,50 @@ async def test_a_readable_concept_list_is_used() -> None:
     assert not any("concept extraction undetermined" in e for e in d.evidence)
     containment = llm.requests[2].messages[-1].content
     assert "K1. Acme Corp\nK2. Date of founding\n" in containment
+
+
+# -- entity coverage ----------------------------------------------------------------------
+
+
+async def test_an_entity_the_llm_finds_declined_counts_as_declined() -> None:
+    from test_multi_entity import EN, two_company_trace
+
+    # the answer leaves Harmony out without a declining sentence of its own; Harmony's
+    # evidence (b_1) reached the generator without Harmony's name on it
+    case = {
+        **EN,
+        "reply": "In March 2019, Green Fields Agriculture acquired Newbridge Farm for USD 12 "
+        "million (Doc 1).",
+    }
+    trace = two_company_trace(case, retrieved=["a_1", "a_0", "b_1"], context=["a_1", "a_0", "b_1"])
+    gt = ["a_1", "b_1"]
+    silent = classify_stage(trace, gt, None, 0, DiagnosisConfig(), answer_rule="gt_coverage")
+    assert silent.stage is Stage.GENERATION, silent
+    reply = verdict(declined=[{"part": "Harmony Health Co.", "ground_truth": ""}])
+    found = findings_from_object(json.loads(reply)["findings"])
+    call = classify_stage(trace, gt, None, 0, DiagnosisConfig(), findings=found)
+    assert call.stage is Stage.CHUNKING and "declines 'Harmony Health Co.'" in call.reason
+    runner, _ = scripted(reply)
+    d = await Diagnoser("llm", llm=runner).diagnose(trace)
+    assert (d.stage, d.stage_reason) == (call.stage, call.reason)
+
+
+async def test_llm_concepts_the_gt_documents_never_state_are_not_scored() -> None:
+    trace = make_trace(
+        references=["Acme Corp was founded in 1999"],
+        retrieved=["od_0", "od_1", "gd_1", "gd_2"],
+    )
+    # "stock exchange listing" is in no GT chunk and nowhere in the GT document: no
+    # positive evidence that chunking cut it off -- not scored, retrieval (as the rules do)
+    runner, _ = scripted(
+        verdict(), concepts=("Acme Corp", "stock exchange listing"), containment="K1: C1\nK2: NONE"
+    )
+    d = await Diagnoser("llm", llm=runner).diagnose(trace)
+    assert d.stage is Stage.RETRIEVAL and d.concept_coverage == 1.0, d.stage_reason
+    assert any("'stock exchange listing'" in e and "not scored" in e for e in d.evidence)
+    # "gadgets" is in the GT document, outside the GT chunk: it counts (chunking)
+    runner, _ = scripted(
+        verdict(), concepts=("Acme Corp", "gadgets"), containment="K1: C1\nK2: NONE"
+    )
+    d = await Diagnoser("llm", llm=runner).diagnose(trace)
+    assert d.stage is Stage.CHUNKING and d.concept_coverage == 0.5, d.stage_reason

@@ -2212,7 +2212,7 @@ def needs_diagnosis(example: Example, label: AnswerLabel) -> bool:
 
 async def evaluate_llm(trace: Trace, calls: LLMCalls) -> Judgement:
     """The Listing-3 judge; undetermined (with the reason) on failure or bad reply."""
-    judgement, _ = await evaluate_llm_findings(trace, calls)
+    judgement, _ = await _evaluate_llm(trace, calls)
     return judgement
 
 
@@ -2228,6 +2228,14 @@ async def evaluate_llm_findings(
     (:func:`~ragtriage.diagnosis.findings.findings_from_object`); otherwise the rules
     judge's for the same trace (under ``config``), marked ``offline`` with the reason --
     a malformed reply is never read as findings."""
+    judgement, reply = await _evaluate_llm(trace, calls)
+    if judgement.label is None:
+        return judgement, None
+    return judgement, _reply_findings(reply, trace, config)
+
+
+async def _evaluate_llm(trace: Trace, calls: LLMCalls) -> tuple[Judgement, str]:
+    """The Listing-3 verdict and the reply it was read from ("" when the call failed)."""
     ex = trace.example
     cm = trace.chunk_map()
     cited = [cm[c].text for c in trace.citations if c in cm]
@@ -2246,7 +2254,7 @@ async def evaluate_llm_findings(
             label=None,
             judge="llm",
             undetermined_reason=f"answer_evaluation: LLM call failed: {outcome.reason}",
-        ), None
+        ), ""
     parsed = parse_answer_label(outcome.text)
     if parsed is None:
         snippet = " ".join(outcome.text.split())[:80]
@@ -2255,10 +2263,10 @@ async def evaluate_llm_findings(
             label=None,
             judge="llm",
             undetermined_reason=f"answer_evaluation: unreadable LLM reply {snippet!r}",
-        ), None
+        ), outcome.text
     label, reason = parsed
     judgement = Judgement(example_id=ex.example_id, label=label, reason=reason, judge="llm")
-    return judgement, _reply_findings(outcome.text, trace, config)
+    return judgement, outcome.text
 
 
 def _reply_findings(text: str, trace: Trace, config: DiagnosisConfig | None) -> AnswerFindings:

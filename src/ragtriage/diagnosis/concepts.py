@@ -63,8 +63,8 @@ class ConceptCoverage:
     method: str
     note: str = ""
     missing_text: tuple[str, ...] = field(default=())
-    #: concepts not scored (rules only): found nowhere in the GT documents, or abstract
-    #: phrases with no literal or stem match in the GT chunks
+    #: concepts not scored: found nowhere in the GT documents (either judge), or (rules)
+    #: abstract phrases with no literal or stem match in the GT chunks
     absent_from_docs: tuple[str, ...] = field(default=())
 
     @property
@@ -347,4 +347,21 @@ async def llm_concept_coverage(
     method = (
         "llm" if not undecided else ("llm+rules" if len(undecided) < len(concepts) else "rules")
     )
-    return _finish(concepts, decided, views, missing, method, notes)
+    # chunking only on positive evidence, as for the rules: a concept in no GT chunk
+    # counts against the chunks only when the GT documents state it (a chunk boundary can
+    # have cut it off); one they never state is not scored
+    doc_texts = _gt_doc_texts(trace)
+    absent = tuple(
+        c
+        for c in concepts
+        if not decided.get(c) and doc_texts and not any(concept_in_text(c, t) for t in doc_texts)
+    )
+    if absent:
+        notes.append(
+            f"{len(absent)}/{len(concepts)} concept(s) in no ground-truth chunk occur nowhere "
+            "in the ground-truth documents either (no positive evidence of a chunking fault) "
+            "and are not scored: " + ", ".join(repr(c) for c in absent[:5])
+        )
+    scored = [c for c in concepts if c not in absent]
+    result = _finish(scored, decided, views, missing, method, notes)
+    return replace(result, concepts=tuple(concepts), absent_from_docs=absent)

@@ -44,7 +44,7 @@ from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis._attribution import Attribution, case_context, gt_evidence, without_gt
 from ragtriage.diagnosis._calls import LLMCalls
 from ragtriage.diagnosis._context import CaseContext, TypeEvidence
-from ragtriage.diagnosis.answer_eval import evaluate_llm_findings, evaluate_rules
+from ragtriage.diagnosis.answer_eval import evaluate_llm, evaluate_llm_findings, evaluate_rules
 from ragtriage.diagnosis.concepts import (
     ConceptCoverage,
     llm_concept_coverage,
@@ -426,7 +426,9 @@ class LLMAnswerJudge:
     config: DiagnosisConfig
 
     async def evaluate(self, trace: Trace) -> Judgement:
-        judgement, _ = await self.evaluate_with_findings(trace)
+        judgement = await evaluate_llm(trace, self.calls)
+        if judgement.label is None and self.calls.dry_run and self.calls.skipped_by_dry_run:
+            return evaluate_rules(trace.example, trace.answer, self.config)
         return judgement
 
     async def evaluate_with_findings(self, trace: Trace) -> tuple[Judgement, AnswerFindings | None]:
