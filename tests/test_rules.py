@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from ragtriage.diagnosis import answer_eval, declined, types_rules
+from ragtriage.diagnosis import answer_eval, types_rules
 from ragtriage.diagnosis.confidence import TABLE_FILE, ConfidenceTable, default_table, rule_weights
+from ragtriage.diagnosis.findings import AnswerFindings
 from ragtriage.diagnosis.rules import (
     RULES,
     RULES_BY_NAME,
@@ -91,7 +92,14 @@ def test_a_misspelt_rule_name_fails_where_it_is_read() -> None:
 def test_the_flag_sets_read_by_the_type_tests_and_the_cascade_are_the_registrys() -> None:
     assert {r.name for r in RULES if r.wrong_statement} == types_rules._WRONG_STATEMENT_RULES
     assert {r.name for r in RULES if r.picks_option} == types_rules._PICKS_AN_OPTION
-    assert {r.name for r in RULES if r.unseen_fact} == declined._UNSEEN_RULES
+    # the cascade reads a rules verdict through its findings (diagnosis/findings.py)
+    for r in RULES:
+        f = AnswerFindings.of_rule(r.name)
+        assert (f.unseen_fact, f.wrong_statement, f.picks_option) == (
+            r.unseen_fact,
+            r.wrong_statement,
+            r.picks_option,
+        ), r.name
     hinted = {n: (r.types, r.hint) for n, r in types_rules._ANSWER_RULE_TYPES.items()}
     assert hinted == {r.name: (r.types, r.hint) for r in RULES if r.types}
     assert all(0 < w <= 1 for r in RULES for _, w in r.types)

@@ -24,10 +24,12 @@ if TYPE_CHECKING:
         rules_concept_coverage,
     )
     from ragtriage.diagnosis.engine import JUDGES, Diagnoser, Judge, advice_texts
+    from ragtriage.diagnosis.findings import AnswerFindings
     from ragtriage.diagnosis.gt_chunks import GTChunks, determine_gt_chunks
     from ragtriage.diagnosis.judges import (
         AnswerJudge,
         ConceptJudge,
+        FindingAnswerJudge,
         GTChunkJudge,
         Judges,
         JudgesFactory,
@@ -57,12 +59,14 @@ __all__ = [
     "JUDGES",
     "PAPER_PROTOCOL",
     "STRATEGIES",
+    "AnswerFindings",
     "AnswerJudge",
     "Attribution",
     "ConceptCoverage",
     "ConceptJudge",
     "CostOptions",
     "Diagnoser",
+    "FindingAnswerJudge",
     "GTChunkJudge",
     "GTChunks",
     "GTFlow",
@@ -106,6 +110,7 @@ _WHERE = {
         (
             "AnswerJudge",
             "ConceptJudge",
+            "FindingAnswerJudge",
             "GTChunkJudge",
             "Judges",
             "JudgesFactory",
@@ -131,6 +136,7 @@ _WHERE = {
         ("PAPER_PROTOCOL", "STRATEGIES", "Attribution", "CostOptions", "Strategy"), "strategies"
     ),
     "classify_stage": "cascade",
+    "AnswerFindings": "findings",
     **dict.fromkeys(("VoteSummary", "apportion_votes", "summarize_votes"), "votes"),
 }
 

@@ -19,6 +19,11 @@ Two judges:
   (``@_grades(names)``).
 * :func:`evaluate_llm` — the Listing-3 prompt; an unreadable reply or a failed call
   gives an undetermined :class:`~ragtriage.records.Judgement` with the reason.
+  :func:`evaluate_llm_findings` also reads the reply's findings (declined parts, wrong
+  values, misordered events, unsupported claims) into
+  :class:`~ragtriage.diagnosis.findings.AnswerFindings`, the form in which the stage
+  cascade reads either judge; a reply without readable findings gets the rules judge's
+  findings for the same trace, and the findings say so.
 """
 
 from __future__ import annotations
@@ -70,11 +75,12 @@ from ragtriage.diagnosis.facts import (
     named_months,
     stem,
 )
+from ragtriage.diagnosis.findings import AnswerFindings, FindingsError, findings_from_object
 from ragtriage.diagnosis.question_parts import QuestionPart, mentions_part, question_parts
 from ragtriage.diagnosis.rules import RULES, AnswerRule, answer_rule
 from ragtriage.judge.parsing import parse_answer_label
 from ragtriage.judge.prompts import answer_eval_prompt, ground_truth_text
-from ragtriage.llm import LLMFailure
+from ragtriage.llm import LLMFailure, parse_json_object
 from ragtriage.records import AnswerLabel, Example, Judgement, Trace
 from ragtriage.text import (
     content_tokens,
@@ -89,6 +95,7 @@ __all__ = [
     "AnswerFacts",
     "answer_facts",
     "evaluate_llm",
+    "evaluate_llm_findings",
     "evaluate_rules",
     "is_abstention",
     "missing_facts",
@@ -2205,6 +2212,30 @@ def needs_diagnosis(example: Example, label: AnswerLabel) -> bool:
 
 async def evaluate_llm(trace: Trace, calls: LLMCalls) -> Judgement:
     """The Listing-3 judge; undetermined (with the reason) on failure or bad reply."""
+    judgement, _ = await _evaluate_llm(trace, calls)
+    return judgement
+
+
+#: room for the label, a sentence of reasoning and a few findings
+_ANSWER_EVAL_TOKENS = 480
+
+
+async def evaluate_llm_findings(
+    trace: Trace, calls: LLMCalls, config: DiagnosisConfig | None = None
+) -> tuple[Judgement, AnswerFindings | None]:
+    """The Listing-3 judge and its findings (``None`` with an undetermined judgement).
+    The findings are the reply's when it carries a readable ``findings`` object
+    (:func:`~ragtriage.diagnosis.findings.findings_from_object`); otherwise the rules
+    judge's for the same trace (under ``config``), marked ``offline`` with the reason --
+    a malformed reply is never read as findings."""
+    judgement, reply = await _evaluate_llm(trace, calls)
+    if judgement.label is None:
+        return judgement, None
+    return judgement, _reply_findings(reply, trace, config)
+
+
+async def _evaluate_llm(trace: Trace, calls: LLMCalls) -> tuple[Judgement, str]:
+    """The Listing-3 verdict and the reply it was read from ("" when the call failed)."""
     ex = trace.example
     cm = trace.chunk_map()
     cited = [cm[c].text for c in trace.citations if c in cm]
@@ -2216,14 +2247,14 @@ async def evaluate_llm(trace: Trace, calls: LLMCalls) -> Judgement:
         cited,
         conclusion=view.final if view.final_from != "whole answer" else "",
     )
-    outcome = await calls.one(prompt, purpose="answer_eval", max_tokens=160)
+    outcome = await calls.one(prompt, purpose="answer_eval", max_tokens=_ANSWER_EVAL_TOKENS)
     if isinstance(outcome, LLMFailure):
         return Judgement(
             example_id=ex.example_id,
             label=None,
             judge="llm",
             undetermined_reason=f"answer_evaluation: LLM call failed: {outcome.reason}",
-        )
+        ), ""
     parsed = parse_answer_label(outcome.text)
     if parsed is None:
         snippet = " ".join(outcome.text.split())[:80]
@@ -2232,6 +2263,25 @@ async def evaluate_llm(trace: Trace, calls: LLMCalls) -> Judgement:
             label=None,
             judge="llm",
             undetermined_reason=f"answer_evaluation: unreadable LLM reply {snippet!r}",
-        )
+        ), outcome.text
     label, reason = parsed
-    return Judgement(example_id=ex.example_id, label=label, reason=reason, judge="llm")
+    judgement = Judgement(example_id=ex.example_id, label=label, reason=reason, judge="llm")
+    return judgement, outcome.text
+
+
+def _reply_findings(text: str, trace: Trace, config: DiagnosisConfig | None) -> AnswerFindings:
+    """The findings of an answer-evaluation reply, else the rules judge's (see
+    :func:`evaluate_llm_findings`)."""
+    obj = parse_json_object(text)
+    why = ""
+    if obj is None:
+        why = "the LLM reply is no JSON object, so it carries no findings"
+    elif "findings" not in obj:
+        why = "the LLM reply carries no findings"
+    else:
+        try:
+            return findings_from_object(obj["findings"])
+        except FindingsError as e:
+            why = f"the LLM reply's findings are unreadable ({e})"
+    rules = evaluate_rules(trace.example, trace.answer, config or DiagnosisConfig())
+    return AnswerFindings.of_rule(rules.rule).instead_of_llm(why)

@@ -17,6 +17,12 @@ the steps before :attr:`CascadeStep.after_concepts` decided nothing), and
 | depth | retrieval when no GT chunk was retrieved from a list of at most ``shallow_retrieval`` |
 | concept coverage | B.2.4: chunking below ``concept_coverage``, else retrieval |
 
+The steps read the answer judgement through its
+:class:`~ragtriage.diagnosis.findings.AnswerFindings` (the rules judge's deciding rule, or
+the LLM judge's findings: declined parts, wrong values), never through which judge spoke:
+the question-parts step takes an entity the findings name as declined as the answer's
+declining it, the declined-facts step fires on a fact the answer lacks.
+
 A reranking or retrieval call of the references, declined-facts or GT-flow steps gives way to
 chunking when a chunk boundary cut a reference apart and only part of it reached the
 generator (:func:`~ragtriage.diagnosis.stage.before_split_reference`).
@@ -30,6 +36,7 @@ from typing import Final
 
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis.declined import stage_from_declined, stage_from_missing
+from ragtriage.diagnosis.findings import AnswerFindings
 from ragtriage.diagnosis.stage import (
     GTFlow,
     StageCall,
@@ -62,11 +69,20 @@ class CascadeCase:
     gt_ids: tuple[str, ...]
     flow: GTFlow
     config: DiagnosisConfig
-    #: the answer-evaluation rule that failed the answer (the declined-facts step)
+    #: the answer-evaluation rule that failed the answer (rules judge)
     answer_rule: str | None = None
     #: the concept coverage and the number of concepts scored (steps after the concepts)
     coverage: float | None = None
     n_concepts: int = 0
+    #: what the answer judgement found (``None``: the findings of ``answer_rule``)
+    findings: AnswerFindings | None = None
+
+    @property
+    def answer_findings(self) -> AnswerFindings:
+        """The answer judgement's findings, whichever judge gave them."""
+        if self.findings is not None:
+            return self.findings
+        return AnswerFindings.of_rule(self.answer_rule)
 
     def with_concepts(self, coverage: float | None, n_concepts: int) -> CascadeCase:
         return replace(self, coverage=coverage, n_concepts=n_concepts)
@@ -90,7 +106,8 @@ def _references(c: CascadeCase) -> StageCall | None:
 def _question_parts(c: CascadeCase) -> StageCall | None:
     if not c.config.entity_extension:
         return None
-    parts = stage_from_parts(c.trace, c.gt_ids)
+    declined = tuple(d.part for d in c.answer_findings.declined)
+    parts = stage_from_parts(c.trace, c.gt_ids, declined=declined)
     if parts is not None and parts.stage is Stage.RETRIEVAL:
         # the entity's evidence was never retrieved; if the GT chunks' shape is at fault
         # (cut into small pieces, or oversized), chunking is the earlier cause
@@ -99,7 +116,7 @@ def _question_parts(c: CascadeCase) -> StageCall | None:
 
 
 def _declined_facts(c: CascadeCase) -> StageCall | None:
-    declined = stage_from_declined(c.trace, c.flow, c.config, c.answer_rule)
+    declined = stage_from_declined(c.trace, c.flow, c.config, c.answer_findings)
     return before_split_reference(c.trace, c.flow, c.config, declined)
 
 
@@ -162,12 +179,16 @@ def classify_stage(
     config: DiagnosisConfig,
     *,
     answer_rule: str | None = None,
+    findings: AnswerFindings | None = None,
 ) -> StageCall:
     """The whole backward cascade (:data:`CASCADE`) for a known concept coverage, as the
-    diagnoser's ragec strategy runs it; ``answer_rule`` is the answer evaluation's
-    deciding rule, which the declined-facts step reads."""
+    diagnoser's ragec strategy runs it; ``answer_rule`` is the rules judge's deciding
+    rule, ``findings`` the answer judgement's findings (either judge's; by default those
+    of ``answer_rule``), which the question-parts and declined-facts steps read."""
     ids = tuple(gt_ids)
-    case = CascadeCase(trace, ids, gt_flow(trace, ids), config, answer_rule, coverage, n_concepts)
+    case = CascadeCase(
+        trace, ids, gt_flow(trace, ids), config, answer_rule, coverage, n_concepts, findings
+    )
     call = cascade_call(case)
     if call is None:  # the coverage step always decides
         raise RuntimeError("stage cascade: no step decided")

@@ -6,7 +6,11 @@ rules in :mod:`ragtriage.diagnosis.facts` extract concepts (noun phrases, named
 entities, numbers, dates) and match them fuzzily. With an LLM, concepts come from
 one extraction call and containment from ONE batched call over all concepts x all GT
 chunks (the paper made one call per concept; ``batched=False`` reproduces that).
-Whatever the LLM leaves undecided is decided offline and the note says so.
+Whatever the LLM leaves undecided is decided offline and the note says so. A concept-list
+reply none of whose lines shares a word with the question (a refusal, an error message, a
+paragraph about something else) is unreadable: the extraction step is undetermined, the
+reply is never sent on to the containment prompt, and the rules' concepts stand in (the
+note says so).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from ragtriage.diagnosis._calls import LLMCalls
-from ragtriage.diagnosis.facts import concept_in_text, extract_concepts, extract_entities
+from ragtriage.diagnosis.facts import concept_in_text, extract_concepts, extract_entities, stem
 from ragtriage.diagnosis.question_parts import question_parts
 from ragtriage.judge.parsing import (
     parse_concept_list,
@@ -33,7 +37,7 @@ from ragtriage.judge.prompts import (
 )
 from ragtriage.llm import LLMFailure
 from ragtriage.records import Chunk, Trace
-from ragtriage.text import has_cjk, normalize
+from ragtriage.text import content_tokens, has_cjk, normalize
 
 __all__ = [
     "ConceptCoverage",
@@ -59,8 +63,8 @@ class ConceptCoverage:
     method: str
     note: str = ""
     missing_text: tuple[str, ...] = field(default=())
-    #: concepts not scored (rules only): found nowhere in the GT documents, or abstract
-    #: phrases with no literal or stem match in the GT chunks
+    #: concepts not scored: found nowhere in the GT documents (either judge), or (rules)
+    #: abstract phrases with no literal or stem match in the GT chunks
     absent_from_docs: tuple[str, ...] = field(default=())
 
     @property
@@ -261,6 +265,18 @@ def _dedupe(concepts: Sequence[str]) -> list[str]:
     return out[:_MAX_CONCEPTS]
 
 
+def _words(text: str) -> set[str]:
+    return {stem(t) for t in content_tokens(text)}
+
+
+def _from_question(concepts: Sequence[str], query: str) -> bool:
+    """Some listed concept shares a content word (stemmed; a character pair in Chinese)
+    with the question: the reply is a concept list of this question (Listing 5 asks for
+    concepts worded as in the question)."""
+    asked = _words(query)
+    return any(_words(c) & asked for c in concepts)
+
+
 async def llm_concept_coverage(
     trace: Trace, gt_ids: Sequence[str], calls: LLMCalls, *, batched: bool = True
 ) -> ConceptCoverage:
@@ -278,6 +294,15 @@ async def llm_concept_coverage(
         concepts = _dedupe(parse_concept_list(extracted.text))
         if not concepts:
             notes.append("LLM listed no concepts; rules used")
+        elif not _from_question(concepts, trace.example.query):
+            # a refusal or an error message read as a one-concept list: never data for
+            # the containment prompt
+            snippet = " ".join(extracted.text.split())[:60]
+            notes.append(
+                f"concept extraction undetermined: unreadable LLM reply {snippet!r} (no "
+                "listed concept is in the question); rules used"
+            )
+            concepts = []
     if not concepts:
         concepts = _dedupe(extract_concepts(trace.example.query))
     if not concepts or not views:
@@ -322,4 +347,21 @@ async def llm_concept_coverage(
     method = (
         "llm" if not undecided else ("llm+rules" if len(undecided) < len(concepts) else "rules")
     )
-    return _finish(concepts, decided, views, missing, method, notes)
+    # chunking only on positive evidence, as for the rules: a concept in no GT chunk
+    # counts against the chunks only when the GT documents state it (a chunk boundary can
+    # have cut it off); one they never state is not scored
+    doc_texts = _gt_doc_texts(trace)
+    absent = tuple(
+        c
+        for c in concepts
+        if not decided.get(c) and doc_texts and not any(concept_in_text(c, t) for t in doc_texts)
+    )
+    if absent:
+        notes.append(
+            f"{len(absent)}/{len(concepts)} concept(s) in no ground-truth chunk occur nowhere "
+            "in the ground-truth documents either (no positive evidence of a chunking fault) "
+            "and are not scored: " + ", ".join(repr(c) for c in absent[:5])
+        )
+    scored = [c for c in concepts if c not in absent]
+    result = _finish(scored, decided, views, missing, method, notes)
+    return replace(result, concepts=tuple(concepts), absent_from_docs=absent)

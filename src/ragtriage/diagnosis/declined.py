@@ -16,6 +16,13 @@ figure of several.
 | missing facts | the ground truth's keypoints the answer does not state, else its statements it does not make |
 | holders | the GT-document chunks that hold a missing fact (all its numbers, half its words) |
 | decision | a missing fact held in the context: generation (``None``); else reranking when a holder was retrieved, retrieval when none was; facts no chunk holds are skipped |
+
+Both judges (issue #26): the step reads the answer judgement's
+:class:`~ragtriage.diagnosis.findings.AnswerFindings` -- the rules judge's through its
+rule's ``unseen_fact`` flag, the LLM judge's through the declined parts and wrong values
+of its reply. The facts the LLM judge quotes from the ground truth are located first; when
+no chunk holds any of them, the missing facts by the rules' reading stand in (the reason
+says which).
 """
 
 from __future__ import annotations
@@ -27,18 +34,11 @@ from typing import Literal
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis.answer_eval import gt_coverage, missing_facts, states_keypoint
 from ragtriage.diagnosis.concepts import gt_doc_texts
-from ragtriage.diagnosis.rules import UNSEEN_FACT
+from ragtriage.diagnosis.findings import AnswerFindings
 from ragtriage.diagnosis.stage import GTFlow, StageCall, chunks_by_doc, reference_span
 from ragtriage.records import Stage, Trace
 
 __all__ = ["MissingEvidence", "missing_evidence", "stage_from_declined", "stage_from_missing"]
-
-
-#: answer-evaluation rules for an answer that lacks a ground-truth fact: it declines it
-#: (partial abstention) or puts another value in its place -- either way, a generator that
-#: never saw the fact's evidence could not have stated it (``AnswerRule.unseen_fact``, see
-#: diagnosis/rules.py)
-_UNSEEN_RULES = UNSEEN_FACT
 
 
 def _holds(fact: str, text: str, *, keypoint: bool) -> bool:
@@ -61,25 +61,44 @@ class MissingEvidence:
     #: the facts a ground-truth chunk holds (the rest: by their words in another chunk of
     #: the document)
     in_gt_chunk: frozenset[str] = frozenset()
+    #: the facts are the answer judge's quotes of the ground truth (``facts`` of
+    #: :func:`missing_evidence`), not the rules' reading of what the answer lacks
+    quoted: bool = False
 
     @property
     def located(self) -> bool:
         return bool(self.in_context or self.dropped or self.unretrieved)
 
 
-def missing_evidence(trace: Trace, gt_ids: Sequence[str] = ()) -> MissingEvidence | None:
+def missing_evidence(
+    trace: Trace, gt_ids: Sequence[str] = (), facts: Sequence[str] = ()
+) -> MissingEvidence | None:
     """The fate of the chunks that hold what the answer lacks (the ground truth's keypoints
     it does not state, else its statements it does not make); ``None`` for an unanswerable
     question or an answer that lacks nothing. A fact held by several chunks goes as far as
     the furthest of them; of the ground-truth chunks ``gt_ids`` when one of them holds it;
-    facts no chunk holds are left out (they say nothing)."""
+    facts no chunk holds are left out (they say nothing). ``facts``: what the answer judge
+    quoted from the ground truth as lacking, located first; when no chunk holds any of
+    them, the rules' reading of what the answer lacks."""
     ex = trace.example
     if not ex.answerable:
         return None
+    if facts:
+        quoted = _locate(trace, gt_ids, facts, keypoint=None)
+        if quoted.located:
+            return quoted
     missing = missing_facts(ex, trace.answer)
     if not missing:
         return None
-    keypoint = bool(ex.keypoints)
+    return _locate(trace, gt_ids, missing, keypoint=bool(ex.keypoints))
+
+
+def _locate(
+    trace: Trace, gt_ids: Sequence[str], missing: Sequence[str], *, keypoint: bool | None
+) -> MissingEvidence:
+    """Where the chunks holding each of ``missing`` went; ``keypoint`` ``None``: each fact
+    is read as a keypoint when it is one of the example's, else as statements."""
+    keypoints = frozenset(trace.example.keypoints)
     context = set(trace.context)
     retrieved = {h.chunk_id for h in trace.retrieved}
     seen: list[tuple[str, str]] = []
@@ -90,17 +109,14 @@ def missing_evidence(trace: Trace, gt_ids: Sequence[str] = ()) -> MissingEvidenc
     by_reference: set[str] = set()
     in_gt_chunk: set[str] = set()
     for fact in missing:
+        kp = fact in keypoints if keypoint is None else keypoint
         # the reference sentences that state the fact, and the chunks that hold them (a
         # loose word match of the fact alone may find it in another chunk of the document)
-        holders = [
-            c for ref, chunks in spans if _holds(fact, ref, keypoint=keypoint) for c in chunks
-        ]
+        holders = [c for ref, chunks in spans if _holds(fact, ref, keypoint=kp) for c in chunks]
         if holders:
             by_reference.add(fact)
         else:
-            holders = [
-                c.chunk_id for c in trace.gt_doc_chunks if _holds(fact, c.text, keypoint=keypoint)
-            ]
+            holders = [c.chunk_id for c in trace.gt_doc_chunks if _holds(fact, c.text, keypoint=kp)]
         if not holders:
             continue
         if gt & set(holders):
@@ -113,7 +129,12 @@ def missing_evidence(trace: Trace, gt_ids: Sequence[str] = ()) -> MissingEvidenc
         else:
             lost.append((fact, holders[0]))
     return MissingEvidence(
-        tuple(seen), tuple(dropped), tuple(lost), frozenset(by_reference), frozenset(in_gt_chunk)
+        tuple(seen),
+        tuple(dropped),
+        tuple(lost),
+        frozenset(by_reference),
+        frozenset(in_gt_chunk),
+        quoted=keypoint is None,
     )
 
 
@@ -140,7 +161,11 @@ def _reference_chunks(trace: Trace) -> list[tuple[str, list[str]]]:
 
 
 def stage_from_missing(
-    trace: Trace, flow: GTFlow, *, located: Literal["any", "evidence", "reference"] = "any"
+    trace: Trace,
+    flow: GTFlow,
+    *,
+    located: Literal["any", "evidence", "reference"] = "any",
+    facts: Sequence[str] = (),
 ) -> StageCall | None:
     """The earliest stage at which the evidence of what the answer lacks was lost, when
     none of it reached the generator: retrieval when a chunk holding a missing fact was
@@ -149,8 +174,10 @@ def stage_from_missing(
     missing fact was in the generator's context, or none is located. ``located``: a
     retrieval call only for a fact whose reference sentence a never-retrieved chunk holds
     whole ("reference"), or that or a never-retrieved ground-truth chunk holding it
-    ("evidence"), not for one found only in another chunk of the document ("any")."""
-    ev = missing_evidence(trace, flow.gt_ids)
+    ("evidence"), not for one found only in another chunk of the document ("any").
+    ``facts``: the answer judge's quotes of what the answer lacks (see
+    :func:`missing_evidence`)."""
+    ev = missing_evidence(trace, flow.gt_ids, facts)
     if ev is None or ev.in_context or not ev.located:
         return None
     lost = [
@@ -161,12 +188,20 @@ def stage_from_missing(
         or (located == "evidence" and f in ev.in_gt_chunk)
     ]
     reached = f"{len(flow.in_context)}/{len(flow.gt_ids)} ground-truth chunks reached the generator"
+    said = ""
+    if facts:
+        said = (
+            "; the fact as the answer judge quoted it"
+            if ev.quoted
+            else "; no chunk holds the facts the answer judge quoted, so the rules' reading "
+            "of what the answer lacks"
+        )
     if lost:
         fact, chunk = lost[0]
         return StageCall(
             Stage.RETRIEVAL,
             f"the answer lacks {fact!r}: its evidence {chunk} was never retrieved ({reached}, "
-            "none holding that fact)",
+            f"none holding that fact{said})",
         )
     if ev.unretrieved or not ev.dropped:
         return None
@@ -175,18 +210,23 @@ def stage_from_missing(
     return StageCall(
         Stage.RERANKING,
         f"the answer lacks {fact!r}: its evidence {chunk} was retrieved (rank {rank[chunk]}) "
-        f"but not forwarded to the generator ({reached}, none holding that fact)",
+        f"but not forwarded to the generator ({reached}, none holding that fact{said})",
     )
 
 
 def stage_from_declined(
-    trace: Trace, flow: GTFlow, config: DiagnosisConfig, answer_rule: str | None
+    trace: Trace,
+    flow: GTFlow,
+    config: DiagnosisConfig,
+    findings: AnswerFindings | str | None,
 ) -> StageCall | None:
-    """Reranking or retrieval when the facts a partially abstaining answer leaves out
-    were held only by chunks that never reached the generator; ``None`` otherwise (see
-    the module table)."""
-    if answer_rule not in _UNSEEN_RULES or not config.entity_extension or not flow.gt_ids:
+    """Reranking or retrieval when the facts a partially abstaining (or wrongly valued)
+    answer leaves out were held only by chunks that never reached the generator; ``None``
+    otherwise (see the module table). ``findings``: the answer judgement's findings, or
+    the rules judge's deciding rule (its findings)."""
+    found = findings if isinstance(findings, AnswerFindings) else AnswerFindings.of_rule(findings)
+    if not found.unseen_fact or not config.entity_extension or not flow.gt_ids:
         return None
     if len(flow.in_context) / len(flow.gt_ids) <= config.generator_gt_share:
         return None
-    return stage_from_missing(trace, flow)
+    return stage_from_missing(trace, flow, facts=found.missing_facts)

@@ -31,7 +31,13 @@ from ragtriage.diagnosis._calls import LLMCalls, RequestOptions
 from ragtriage.diagnosis.advice import advice_for
 from ragtriage.diagnosis.answer_eval import needs_diagnosis
 from ragtriage.diagnosis.confidence import with_confidence
-from ragtriage.diagnosis.judges import Judges, JudgesFactory, llm_judges, rules_judges
+from ragtriage.diagnosis.judges import (
+    Judges,
+    JudgesFactory,
+    answer_with_findings,
+    llm_judges,
+    rules_judges,
+)
 from ragtriage.diagnosis.strategies import (
     STRATEGIES,
     Attribution,
@@ -142,12 +148,12 @@ class Diagnoser:
         )
         ex = trace.example
         judges = self._judges(calls)
-        judgement = await judges.answer.evaluate(trace)
+        judgement, findings = await answer_with_findings(judges.answer, trace)
         if judgement.label is None:
             return self._record(trace, judgement, calls, needs=False)
         if not needs_diagnosis(ex, judgement.label):
             return self._record(trace, judgement, calls, needs=False)
-        env = StrategyEnv(self._config, judges, judgement.rule)
+        env = StrategyEnv(self._config, judges, judgement.rule, findings)
         attribution = await attribute(self._strategy, env, trace, judgement.label)
         return self._record(trace, judgement, calls, needs=True, attribution=attribution)
 

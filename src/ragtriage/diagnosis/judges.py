@@ -44,12 +44,13 @@ from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis._attribution import Attribution, case_context, gt_evidence, without_gt
 from ragtriage.diagnosis._calls import LLMCalls
 from ragtriage.diagnosis._context import CaseContext, TypeEvidence
-from ragtriage.diagnosis.answer_eval import evaluate_llm, evaluate_rules
+from ragtriage.diagnosis.answer_eval import evaluate_llm, evaluate_llm_findings, evaluate_rules
 from ragtriage.diagnosis.concepts import (
     ConceptCoverage,
     llm_concept_coverage,
     rules_concept_coverage,
 )
+from ragtriage.diagnosis.findings import AnswerFindings
 from ragtriage.diagnosis.gt_chunks import GTChunks, determine_gt_chunks
 from ragtriage.diagnosis.stage import GTFlow, gt_flow
 from ragtriage.diagnosis.types_llm import (
@@ -69,6 +70,7 @@ __all__ = [
     "AnswerJudge",
     "ConceptJudge",
     "CostOptions",
+    "FindingAnswerJudge",
     "GTChunkJudge",
     "Judges",
     "JudgesFactory",
@@ -89,6 +91,7 @@ __all__ = [
     "StageSequentialJudge",
     "StrategyEnv",
     "TypeJudge",
+    "answer_with_findings",
     "llm_judges",
     "rules_judges",
 ]
@@ -102,6 +105,31 @@ class AnswerJudge(Protocol):
     ``undetermined_reason`` (``"answer_evaluation: cause"``)."""
 
     async def evaluate(self, trace: Trace) -> Judgement: ...
+
+
+@runtime_checkable
+class FindingAnswerJudge(Protocol):
+    """An answer judge that also says what it found (declined parts, wrong values ...),
+    in the form the stage cascade reads (:mod:`ragtriage.diagnosis.findings`); the
+    findings are ``None`` exactly when the judgement is undetermined. An answer judge
+    without this method is read through its judgement's rule
+    (:meth:`AnswerFindings.of_rule`)."""
+
+    async def evaluate_with_findings(
+        self, trace: Trace
+    ) -> tuple[Judgement, AnswerFindings | None]: ...
+
+
+async def answer_with_findings(
+    judge: AnswerJudge, trace: Trace
+) -> tuple[Judgement, AnswerFindings | None]:
+    """``judge``'s verdict on ``trace`` and its findings (see :class:`FindingAnswerJudge`)."""
+    if isinstance(judge, FindingAnswerJudge):
+        return await judge.evaluate_with_findings(trace)
+    judgement = await judge.evaluate(trace)
+    if judgement.label is None:
+        return judgement, None
+    return judgement, AnswerFindings.of_rule(judgement.rule)
 
 
 class GTChunkJudge(Protocol):
@@ -175,6 +203,9 @@ class StrategyEnv:
     judges: Judges
     #: the answer-evaluation rule that failed the answer (rules judge; type tests read it)
     answer_rule: str | None = None
+    #: what the answer judgement found (the stage cascade reads it; ``None``: the
+    #: findings of ``answer_rule``)
+    findings: AnswerFindings | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,6 +430,15 @@ class LLMAnswerJudge:
         if judgement.label is None and self.calls.dry_run and self.calls.skipped_by_dry_run:
             return evaluate_rules(trace.example, trace.answer, self.config)
         return judgement
+
+    async def evaluate_with_findings(self, trace: Trace) -> tuple[Judgement, AnswerFindings | None]:
+        """The verdict and the reply's findings (the rules judge's when the reply has
+        none readable; see :func:`~ragtriage.diagnosis.answer_eval.evaluate_llm_findings`)."""
+        judgement, findings = await evaluate_llm_findings(trace, self.calls, self.config)
+        if judgement.label is None and self.calls.dry_run and self.calls.skipped_by_dry_run:
+            rules = evaluate_rules(trace.example, trace.answer, self.config)
+            return rules, AnswerFindings.of_rule(rules.rule)
+        return judgement, findings
 
 
 @dataclass(frozen=True, slots=True)

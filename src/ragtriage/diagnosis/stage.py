@@ -214,13 +214,16 @@ def starved_parts(trace: Trace, gt_ids: Sequence[str]) -> list[PartFlow]:
     return starved if starved and reached else []
 
 
-def stage_from_parts(trace: Trace, gt_ids: Sequence[str]) -> StageCall | None:
+def stage_from_parts(
+    trace: Trace, gt_ids: Sequence[str], *, declined: Sequence[str] = ()
+) -> StageCall | None:
     """Multi-entity step before step 1: retrieval (or reranking) when one entity's GT
     evidence never reached the generator while another's did; chunking when that
     evidence lies in chunks that never name the entity (cut from their subject) and were
     not retrieved although a chunk of their document naming it was (and the other
     entity's evidence got through with its name on it), or reached the generator that
-    way and the answer declines the entity; else ``None``."""
+    way and the answer declines the entity; else ``None``. ``declined``: the parts the
+    answer judge found declined (the answer's own declining sentences count as well)."""
     ev = _part_evidence(trace, gt_ids)
     if ev is None:
         return None
@@ -229,7 +232,7 @@ def stage_from_parts(trace: Trace, gt_ids: Sequence[str]) -> StageCall | None:
     if not reached:
         return None
     if not starved:
-        return _subject_lost_in_context(trace, ev, reached)
+        return _subject_lost_in_context(trace, ev, reached, declined)
     f = starved[0]
     name = f.part.text
     # the other entity's evidence got through with its name on it: anonymity is what
@@ -292,20 +295,22 @@ def _named_sibling_retrieved(trace: Trace, f: PartFlow, unnamed: frozenset[str])
 
 
 def _subject_lost_in_context(
-    trace: Trace, ev: _PartEvidence, reached: list[PartFlow]
+    trace: Trace, ev: _PartEvidence, reached: list[PartFlow], found: Sequence[str] = ()
 ) -> StageCall | None:
     """Every entity's evidence reached the generator, but one entity's only in chunks
-    that never name it, and the answer declines that entity while answering another."""
+    that never name it, and the answer declines that entity (in a declining sentence of
+    its own, or as the answer judge found: ``found``) while answering another."""
     from ragtriage.diagnosis.answer_styles import answer_view
 
     view = answer_view(trace.answer)
-    if not view.declines:
+    declines = (*view.declines, *found)
+    if not declines:
         return None
     for f in reached:
         if not all(c in ev.unnamed for c in f.in_context) or _named_in_context(trace, f):
             continue
         # "至于文化传媒有限公司，现有资料中没有提到其融资活动": the declining sentence names it
-        declined = any(mentions_part(f.part, d) for d in view.declines)
+        declined = any(mentions_part(f.part, d) for d in declines)
         # the entity the answer does answer for came with its name (else anonymity did
         # not stop the generator)
         others = [r for r in reached if r is not f and _named_in_context(trace, r)]

@@ -63,7 +63,7 @@ async def _ragec(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribut
     # the backward cascade (cascade.py); the concepts are measured only when the steps
     # before them decide nothing (chunking vs retrieval)
     ids = tuple(gt.ids)
-    case = CascadeCase(trace, ids, gt_flow(trace, ids), cfg, env.answer_rule)
+    case = CascadeCase(trace, ids, gt_flow(trace, ids), cfg, env.answer_rule, findings=env.findings)
     call = cascade_call(case, BEFORE_CONCEPTS)
     cov: ConceptCoverage | None = None
     if call is None:
@@ -72,6 +72,10 @@ async def _ragec(env: StrategyEnv, trace: Trace, label: AnswerLabel) -> Attribut
         if call is None:  # the coverage step always decides
             raise RuntimeError("stage cascade: no step decided")
     evidence = gt_evidence(gt, cov)
+    if env.findings is not None and env.findings.source != "rules":
+        # which findings of the answer judge the cascade read (the rules judge's are its
+        # rule, already in the diagnosis)
+        evidence.append(env.findings.describe())
     if call.stage is None:
         return Attribution(None, call.reason, (), tuple(evidence), gt, cov)
     ctx = case_context(trace, call.stage, label, gt, cov, cfg, env.answer_rule)

@@ -148,7 +148,10 @@ def answer_eval_prompt(
     handling of real answer styles of issue #9: reasoning before a conclusion, markdown
     and citations, abstentions inside long answers, partial abstentions, numbers of any
     magnitude, long-form ground truths. ``conclusion`` is the final answer the rules
-    found in a reasoning answer, shown as a hint."""
+    found in a reasoning answer, shown as a hint. The reply's ``findings`` (declined
+    parts, wrong values, misordered events, unsupported claims) are our addition (issue
+    #26): the stage cascade reads them as it reads the rules judge's deciding rule
+    (:mod:`ragtriage.diagnosis.findings`)."""
     system = (
         "You are an expert evaluator. Decide whether a proposed answer to a question "
         "matches the ground-truth answer.\n"
@@ -173,8 +176,23 @@ def answer_eval_prompt(
         "makes several statements, an answer that makes only one of them is "
         "'possible_correct' or 'incorrect' by how much of the ground truth it covers.\n"
         "Texts may be in any language; always use the English label names.\n"
+        # the findings are ours (issue #26): what the stage cascade reads from either judge
+        "Also report what you found, so that a later step can trace where the answer "
+        "went wrong: each part of the question the answer declines or misses although "
+        "the ground truth answers it (name the entity or fact asked), each value of the "
+        "answer (number, date, name) put in the place of the ground truth's, events the "
+        "answer puts in another order, and claims that neither the ground truth nor the "
+        "citations support. Copy 'ground_truth' word for word from the ground truth. "
+        "Use empty lists when there is nothing to report.\n"
         'Reply with one JSON object: {"label": "correct" | "possible_correct" | '
-        '"incorrect" | "abstain", "reasoning": "<one short sentence>"}'
+        '"incorrect" | "abstain", "reasoning": "<one short sentence>", "findings": '
+        '{"declined": [{"part": "<entity or fact asked>", "ground_truth": "<the ground '
+        'truth\'s words for it>"}], "wrong_values": [{"about": "<what the value is of>", '
+        '"answer": "<the answer\'s value>", "correct": "<the ground truth\'s value>", '
+        '"ground_truth": "<the ground truth\'s words for it>"}], "misordered": '
+        '[{"events": ["<event the answer puts first>", "<the next one>"], '
+        '"ground_truth": "<the ground truth\'s words for them>"}], "unsupported": '
+        '["<claim of the answer>"]}}'
     )
     cited = ""
     if citations:
