@@ -237,7 +237,7 @@ def test_mine_batch_rounds_follow_the_cascade(
     demo_run: Path, llm_server: LocalLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     llm_server.behaviour.reply = mine_reply
-    base = ["mine", str(demo_run), "--llm", "--model", "m", "--embedding", "hash"]
+    base = ["mine", str(demo_run), "--on", "tags", "--llm", "--model", "m", "--embedding", "hash"]
     base += ["--clusters", "2"]
     live = [*base, "--base-url", llm_server.base_url, "--cache", str(tmp_path / "live.sqlite")]
     assert _cli(*live, "--out", str(tmp_path / "live.yaml")) == 0
