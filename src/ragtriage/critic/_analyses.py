@@ -292,7 +292,7 @@ def _taxonomy_re() -> re.Pattern[str]:
 _CODE = re.compile(r"\bE\d{1,2}\b")
 _CHUNK_ID = re.compile(r"[\w.-]*#\d+(?:[-/]#?\d+)*")
 _QUOTED = re.compile(
-    r"(?<!\w)'[^'\n]{1,120}'(?!\w)|\"[^\"\n]{1,120}\"|[“‘「『][^”’」』\n]{1,120}[”’」』]"
+    r"(?<!\w)'[^'\n]{1,400}'(?!\w)|\"[^\"\n]{1,400}\"|[“‘「『][^”’」』\n]{1,400}[”’」』]"
 )
 _BRACED = re.compile(r"\{[^{}\n]{0,400}\}")
 
