@@ -72,7 +72,13 @@ if TYPE_CHECKING:
         verdict_of_diagnosis,
     )
     from ragtriage.critic._executor import ProgramLimits, run_program
-    from ragtriage.critic._export import dpo_records, sft_records
+    from ragtriage.critic._export import (
+        dpo_records,
+        grounded_verdicts,
+        prompt_analysis,
+        prompt_leaks,
+        sft_records,
+    )
     from ragtriage.critic._mine import (
         MinedCluster,
         MinedTaxonomy,
@@ -161,6 +167,9 @@ _EXPORTS: dict[str, str] = {
     "verdict_of_diagnosis": "_critic",
     "ProgramLimits": "_executor",
     "run_program": "_executor",
+    "grounded_verdicts": "_export",
+    "prompt_analysis": "_export",
+    "prompt_leaks": "_export",
     "dpo_records": "_export",
     "sft_records": "_export",
     "MinedCluster": "_mine",
@@ -250,6 +259,7 @@ __all__ = [
     "critique_traces",
     "dpo_records",
     "error_system",
+    "grounded_verdicts",
     "known_types",
     "llm_cluster_names",
     "mask_analysis",
@@ -264,6 +274,8 @@ __all__ = [
     "planner_prompt",
     "programs_for",
     "programs_for_ragec",
+    "prompt_analysis",
+    "prompt_leaks",
     "published_tag_labels",
     "purity",
     "question_asks",
