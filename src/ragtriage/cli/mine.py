@@ -170,6 +170,7 @@ def register(app: typer.Typer) -> None:
                 f"{len(mining.clusters)} clusters over {mining.n_used} of {mining.n_analyses} "
                 f"analyses, {n_new} new (nearest type below {new_below}); wrote {out}",
                 highlight=False,
+                soft_wrap=True,
             )
             return
 
