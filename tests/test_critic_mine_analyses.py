@@ -216,3 +216,15 @@ async def test_llm_names_clusters_over_http_and_keeps_offline_names_on_failure(
     assert "Reply In Another Language" in names
     # the empty replies left the offline names (the analyses' own terms)
     assert sum("," in n for n in names) == 2
+
+
+def test_a_mined_analyses_taxonomy_labels_the_annotation_tool(tmp_path: Path) -> None:
+    from ragtriage.annotate._labels import label_set
+    from ragtriage.embedding import HashEmbedder
+
+    mining = mine_analyses(_analyses(), HashEmbedder(64), n_clusters=3)
+    path = tmp_path / "taxonomy.yaml"
+    path.write_text(yaml.safe_dump(mining.to_dict(), allow_unicode=True))
+    types = dict(label_set(str(path)).types)
+    assert set(types) == {c.name for c in mining.clusters}
+    assert all(d.startswith(("new; nearest ", "nearest ")) for d in types.values())
