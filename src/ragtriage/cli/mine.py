@@ -89,6 +89,8 @@ def register(app: typer.Typer) -> None:
 
         if on not in ("analyses", "tags"):
             raise InputError(f"--on must be analyses or tags, not {on!r}", field="--on")
+        if rationales and on != "analyses":
+            raise InputError("--rationales are mined with --on analyses", field="--rationales")
         if not runs and not (rationales and on == "analyses"):
             raise InputError(
                 "nothing to mine: give run directories (or --rationales)", field="RUNS"
