@@ -286,7 +286,7 @@ def test_mine_batch_rounds_follow_the_cascade(
     demo_run: Path, llm_server: LocalLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     llm_server.behaviour.reply = mine_reply
-    base = ["mine", str(demo_run), "--llm", "--model", "m", "--embedding", "hash"]
+    base = ["mine", str(demo_run), "--on", "tags", "--llm", "--model", "m", "--embedding", "hash"]
     base += ["--clusters", "2"]
     live = [*base, "--base-url", llm_server.base_url, "--cache", str(tmp_path / "live.sqlite")]
     assert _cli(*live, "--out", str(tmp_path / "live.yaml")) == 0
@@ -298,6 +298,26 @@ def test_mine_batch_rounds_follow_the_cascade(
     assert (tmp_path / "b.yaml").read_text() == (tmp_path / "live.yaml").read_text()
     assert "Incomplete Answers" in (tmp_path / "b.yaml").read_text()
     assert _cache_texts(tmp_path / "b.sqlite") == _cache_texts(tmp_path / "live.sqlite")
+
+
+def test_mine_analyses_batch_names_clusters_in_one_round(
+    demo_run: Path, llm_server: LocalLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def reply(body: dict[str, Any], index: int) -> str:
+        assert "error analyses" in last_user(body)
+        return "Cut Sentence Answers"
+
+    llm_server.behaviour.reply = reply
+    base = ["mine", str(demo_run), "--llm", "--model", "m", "--embedding", "hash"]
+    base += ["--clusters", "3"]
+    live = [*base, "--base-url", llm_server.base_url, "--cache", str(tmp_path / "live.sqlite")]
+    assert _cli(*live, "--out", str(tmp_path / "live.yaml")) == 0
+    capsys.readouterr()
+    batch = [*base, "--cache", str(tmp_path / "b.sqlite"), "--out", str(tmp_path / "b.yaml")]
+    rounds = _batch_rounds(batch, tmp_path / "batch", tmp_path / "b.yaml", reply, capsys)
+    assert rounds == 2  # the cluster names, then the taxonomy
+    assert (tmp_path / "b.yaml").read_text() == (tmp_path / "live.yaml").read_text()
+    assert "Cut Sentence Answers" in (tmp_path / "b.yaml").read_text()
 
 
 def planner_reply(body: dict[str, Any], index: int) -> str:

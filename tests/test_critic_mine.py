@@ -116,7 +116,20 @@ def test_cli_mine_writes_a_taxonomy(tmp_path: Path) -> None:
     write_jsonl(run / "diagnoses.jsonl", diags)
     out = tmp_path / "tax.yaml"
     with pytest.raises(SystemExit) as exc:
-        main(["mine", str(run), "--out", str(out), "--clusters", "2", "--embedding", "hash"])
+        main(
+            [
+                "mine",
+                str(run),
+                "--on",
+                "tags",
+                "--out",
+                str(out),
+                "--clusters",
+                "2",
+                "--embedding",
+                "hash",
+            ]
+        )
     assert exc.value.code in (0, None)
     data = yaml.safe_load(out.read_text())
     assert data["clusters"] and data["traces"]

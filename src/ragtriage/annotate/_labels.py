@@ -114,6 +114,10 @@ def _mined(path: Path) -> LabelSet:
         shown = [
             str(t.get("tag")) for t in tags[:5] if isinstance(t, dict) and t.get("tag") is not None
         ]
+        if not shown and c.get("nearest_type"):  # mined on analyses: no tags
+            sim = c.get("similarity")
+            near = f"nearest {c['nearest_type']}" + (f" ({sim})" if sim is not None else "")
+            shown = [("new; " if c.get("new") else "") + near]
         types.append((name.strip(), ", ".join(shown)))
     return LabelSet(
         name=str(path),

@@ -20,9 +20,10 @@ def register(app: typer.Typer) -> None:
         dpo: Path | None = typer.Option(None, "--dpo", help="Write DPO rows here."),
         seed: int = typer.Option(0, "--seed", help="Seed of the balancing and wrong tags."),
     ) -> None:
-        """Labels from the rules critic with the gold answer; prompts reference-free."""
+        """Labels from the rules diagnosis with the gold answer; prompts reference-free, and
+        analyses written only from what the prompt shows."""
         from ragtriage.cli.diagnose import DIAGNOSES_FILE, read_traces, resolve_input
-        from ragtriage.critic import CriticInput, critique_traces, dpo_records, sft_records
+        from ragtriage.critic import dpo_records, grounded_verdicts, sft_records
         from ragtriage.jsonl import write_jsonl
         from ragtriage.llm import run_sync
         from ragtriage.store import read_diagnoses
@@ -33,14 +34,11 @@ def register(app: typer.Typer) -> None:
         traces = read_traces(path)
         dpath = path.parent / DIAGNOSES_FILE
         diagnoses = read_diagnoses(dpath) if dpath.is_file() else None
-        verdicts = run_sync(
-            critique_traces(traces, critic="rules", reference=True, diagnoses=diagnoses)
-        )
-        inputs = [CriticInput.from_trace(t, reference=False) for t in traces]
+        inputs, verdicts, free = run_sync(grounded_verdicts(traces, diagnoses=diagnoses))
         console = Console()
         if sft is not None:
             n = write_jsonl(sft, sft_records(inputs, verdicts, seed=seed))
             console.print(f"wrote {n} SFT rows to {sft}", highlight=False)
         if dpo is not None:
-            n = write_jsonl(dpo, dpo_records(inputs, verdicts, seed=seed))
+            n = write_jsonl(dpo, dpo_records(inputs, verdicts, critic_verdicts=free, seed=seed))
             console.print(f"wrote {n} DPO pairs to {dpo}", highlight=False)

@@ -1,4 +1,9 @@
-"""``ragtriage mine RUNS…`` — mine your own error taxonomy from failing traces (seed 004 §3.1)."""
+"""``ragtriage mine RUNS…`` — mine your own error taxonomy from failing traces (seed 004 §3.1).
+
+Default ``--on analyses``: the free-text analyses (rules diagnoses, critic verdicts,
+``--rationales`` files) are clustered and each cluster compared with the existing types
+(:func:`ragtriage.critic.mine_analyses`); ``--on tags``: the open-set tag pipeline
+(:func:`ragtriage.critic.mine_runs`)."""
 
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from ragtriage.cli._batch import (
 )
 
 if TYPE_CHECKING:  # the records load with the command, not with the CLI
+    from ragtriage.critic import CriticVerdict
     from ragtriage.records import Diagnosis, Trace
 
 __all__ = ["register"]
@@ -27,11 +33,37 @@ def register(app: typer.Typer) -> None:
     @app.command("mine")
     @batch_rounds
     def mine(
-        runs: list[Path] = typer.Argument(..., help="Run directories (traces + diagnoses)."),
+        runs: list[Path] | None = typer.Argument(
+            None, help="Run directories (traces; diagnoses.jsonl and critic.jsonl if present)."
+        ),
         out: Path = typer.Option(Path("taxonomy.yaml"), "--out", help="Taxonomy YAML to write."),
-        clusters: int = typer.Option(20, "--clusters", min=1, help="Ward clusters (paper: 20)."),
+        on: str = typer.Option(
+            "analyses", "--on", help="analyses (free-text rationales) or tags (open-set tags)."
+        ),
+        rationales: list[Path] | None = typer.Option(
+            None,
+            "--rationales",
+            help="Also mine this file's analyses: a labels file (rationale column), a "
+            "critic.jsonl or a diagnoses.jsonl (repeatable; --on analyses).",
+        ),
+        clusters: int | None = typer.Option(
+            None,
+            "--clusters",
+            min=1,
+            help="Ward clusters (tags: 20, the paper's; analyses: sqrt(n/2)).",
+        ),
+        new_below: float = typer.Option(
+            0.5,
+            "--new-below",
+            help="A cluster whose nearest existing type is less similar "
+            "than this (cosine) is reported new (--on analyses).",
+        ),
         alpha: int = typer.Option(1, "--alpha", min=1, help="Keep tags seen at least this often."),
-        llm: bool = typer.Option(False, "--llm", help="Prompt B/C rationales and tags by LLM."),
+        llm: bool = typer.Option(
+            False,
+            "--llm",
+            help="analyses: an LLM names the clusters; tags: Prompt B/C rationales and tags by LLM.",
+        ),
         embedding: str = typer.Option("minilm", "--embedding", help="Embedder (default bundled)."),
         model: str | None = typer.Option(None, "--model", help="LLM model name."),
         base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint."),
@@ -41,7 +73,8 @@ def register(app: typer.Typer) -> None:
         llm_batch_submit: bool = BATCH_SUBMIT,
         llm_batch_retry_failed: bool = BATCH_RETRY_FAILED,
     ) -> None:
-        """Rationales → tags → normalise → embed → standardise → Ward → named clusters."""
+        """Analyses → masked terms → TF-IDF → Ward → named clusters, each against the
+        existing types; or (--on tags) rationales → tags → embed → Ward → named clusters."""
         import yaml
 
         from ragtriage.cli.diagnose import _config, _runner, read_traces, resolve_input
@@ -49,13 +82,23 @@ def register(app: typer.Typer) -> None:
         from ragtriage.critic import MinedTaxonomy, mine_runs
         from ragtriage.diagnosis.engine import Diagnoser
         from ragtriage.embedding import make_embedder
+        from ragtriage.errors import InputError
         from ragtriage.jsonl import atomic_write_text
         from ragtriage.llm import run_sync
         from ragtriage.store import read_diagnoses
 
+        if on not in ("analyses", "tags"):
+            raise InputError(f"--on must be analyses or tags, not {on!r}", field="--on")
+        if rationales and on != "analyses":
+            raise InputError("--rationales are mined with --on analyses", field="--rationales")
+        if not runs and not (rationales and on == "analyses"):
+            raise InputError(
+                "nothing to mine: give run directories (or --rationales)", field="RUNS"
+            )
         traces: list[Trace] = []
         diagnoses: list[Diagnosis] = []
-        for run in runs:
+        verdicts: list[CriticVerdict] = []
+        for run in runs or []:
             path, _ = resolve_input(run)
             these = read_traces(path)
             dpath = path.parent / "diagnoses.jsonl"
@@ -65,6 +108,12 @@ def register(app: typer.Typer) -> None:
                 diags = run_sync(Diagnoser("rules", "ragec").diagnose_many(these, 8))
             traces += these
             diagnoses += diags
+            cpath = path.parent / "critic.jsonl"
+            if on == "analyses" and cpath.is_file():
+                from ragtriage.critic import CriticVerdict
+                from ragtriage.jsonl import read_records
+
+                verdicts += read_records(cpath, CriticVerdict)
         runner = None
         llm_model = ""
         cfg = _config(None, base_url, model, None)
@@ -85,6 +134,47 @@ def register(app: typer.Typer) -> None:
             )
             llm_model = cfg.llm.with_env().model or ""
         embedder = make_embedder(EmbeddingConfig(model=embedding))
+        if on == "analyses":
+            from ragtriage.critic import AnalysisMining, mine_run_analyses
+
+            async def go_analyses() -> AnalysisMining:
+                try:
+                    return await mine_run_analyses(
+                        traces,
+                        diagnoses,
+                        verdicts,
+                        embedder,
+                        rationales=rationales or [],
+                        n_clusters=clusters,
+                        threshold=new_below,
+                        runner=runner,
+                        model=llm_model,
+                    )
+                finally:
+                    if runner is not None:
+                        await runner.aclose()
+
+            try:
+                mining = run_sync(go_analyses())
+            finally:
+                if runner is not None:
+                    runner.close()
+            if batch is not None and batch.finish():
+                return
+            atomic_write_text(
+                out, yaml.safe_dump(mining.to_dict(), allow_unicode=True, sort_keys=False)
+            )
+            console = Console()
+            for line in mining.lines():
+                console.print(line, highlight=False, markup=False, soft_wrap=True)
+            n_new = sum(c.new for c in mining.clusters)
+            console.print(
+                f"{len(mining.clusters)} clusters over {mining.n_used} of {mining.n_analyses} "
+                f"analyses, {n_new} new (nearest type below {new_below}); wrote {out}",
+                highlight=False,
+                soft_wrap=True,
+            )
+            return
 
         async def go() -> MinedTaxonomy:
             try:
@@ -92,7 +182,7 @@ def register(app: typer.Typer) -> None:
                     traces,
                     diagnoses,
                     embedder,
-                    n_clusters=clusters,
+                    n_clusters=clusters or 20,
                     alpha=alpha,
                     runner=runner,
                     model=llm_model,
