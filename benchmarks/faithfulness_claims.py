@@ -14,6 +14,18 @@ with the offline entailment core (:mod:`ragtriage.metrics._entail`, the one the 
 * the confusion table and, per claim kind (negation, antonym, number, ...), how many
   were right. ``undetermined`` verdicts count as wrong and are listed.
 
+With ``--llm`` (an endpoint from ``--config``/``--base-url``/``--model``, or batch mode:
+``--llm-batch-out DIR`` exports the requests, ``--llm-batch-in FILE`` imports a capable
+model's replies) the same table for the two LLM paths of ``ragtriage evaluate --judge
+llm``, each claim given as the answer over its context as the one retrieved chunk:
+
+* ``llm faithfulness`` -- the metrics judge's claim verdicts (:class:`LLMTraceJudge`
+  answer request): contradicted when a claim it extracted is contradicted, else
+  unsupported when one is not supported, else supported;
+* ``g-eval faithfulness`` -- the G-Eval 1-5 faithfulness grade (``g_eval_llm`` with the
+  default rubric). A grade does not say contradicted or merely unsupported, so only "not
+  supported" is scored: a grade below 4 flags the claim (contradiction P/R count none).
+
 Targets (issue 28): >= 0.9 for each precision and recall. No assertions.
 """
 
@@ -64,11 +76,91 @@ def _report(name: str, rows: list[dict[str, Any]]) -> None:
     )
 
 
+def _claim_traces(rows: list[dict[str, Any]]) -> list[Any]:
+    """One trace per claim: the claim as the answer, its context as the one chunk."""
+    from ragtriage.records import Chunk, Example, Trace
+
+    out = []
+    for r in rows:
+        chunk = Chunk(
+            chunk_id=f"{r['context_id']}#0",
+            doc_id=str(r["context_id"]),
+            text=r["context"],
+            start=0,
+            end=len(r["context"]),
+            index=0,
+        )
+        ex = Example(example_id=str(r["id"]), query="What does the context say?", answerable=False)
+        out.append(
+            Trace(
+                trace_id=str(r["id"]),
+                example=ex,
+                answer=r["claim"],
+                chunks=[chunk],
+                context=[chunk.chunk_id],
+            )
+        )
+    return out
+
+
+def llm_rows(
+    rows: list[dict[str, Any]], runner: Any
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(LLM faithfulness rows, G-Eval rows): each row of ``rows`` with ``predicted``."""
+    import asyncio
+
+    from ragtriage.llm import run_sync
+    from ragtriage.metrics import DEFAULT_RUBRICS, g_eval_llm
+    from ragtriage.metrics._llm_judge import LLMTraceJudge, _answer_fields
+
+    traces = _claim_traces(rows)
+    judge = LLMTraceJudge(runner)
+
+    async def answers() -> list[Any]:
+        return list(
+            await asyncio.gather(
+                *(
+                    runner.try_complete(judge.answer_request(t), purpose="metrics_answer")
+                    for t in traces
+                )
+            )
+        )
+
+    outs = run_sync(answers())
+    faith_rule = [r for r in DEFAULT_RUBRICS if r.name == "faithfulness"]
+    grades = g_eval_llm(traces, faith_rule, runner)
+    faith, geval = [], []
+    for r, out, g in zip(rows, outs, grades, strict=True):
+        claims = _answer_fields(out).get("claims")
+        verdicts = {c.verdict for c in claims} if claims else set()
+        pred = (
+            "undetermined"
+            if not verdicts
+            else "contradicted"
+            if "contradicted" in verdicts
+            else "unsupported"
+            if "not_supported" in verdicts
+            else "supported"
+        )
+        faith.append({**r, "predicted": pred, "reason": "llm claims"})
+        score = g["g_eval.faithfulness"].value
+        gpred = "undetermined" if score is None else "supported" if score >= 4 else "unsupported"
+        geval.append({**r, "predicted": gpred, "reason": f"g-eval {score}"})
+    return faith, geval
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--set", type=Path, default=DEFAULT_SET)
     ap.add_argument("--embedder", default="minilm", help="minilm | hash | none")
     ap.add_argument("--show-misses", action="store_true")
+    ap.add_argument("--llm", action="store_true", help="also LLM faithfulness and G-Eval")
+    ap.add_argument("--config", type=Path, default=None, help="llm section (--llm)")
+    ap.add_argument("--base-url", default=None)
+    ap.add_argument("--model", default=None)
+    ap.add_argument("--cache", type=Path, default=None, help="LLM cache file")
+    ap.add_argument("--llm-batch-out", type=Path, default=None)
+    ap.add_argument("--llm-batch-in", type=Path, action="append", default=[])
     args = ap.parse_args()
     rows = [
         json.loads(line)
@@ -110,13 +202,57 @@ def main() -> None:
     for r in und:
         print(f"undetermined {r['id']}: {r['claim']} ({r['reason']})")
     if args.show_misses:
-        print()
-        for r in rows:
-            if r["expected"] != r["predicted"]:
-                print(
-                    f"{r['id']} [{r['kind']}] expected {r['expected']}, got {r['predicted']}: "
-                    f"{r['claim']}  -- {r['reason']}"
-                )
+        _misses(rows)
+    if args.llm:
+        _llm_main(args, rows)
+
+
+def _misses(rows: list[dict[str, Any]]) -> None:
+    print()
+    for r in rows:
+        if r["expected"] != r["predicted"]:
+            print(
+                f"{r['id']} [{r['kind']}] expected {r['expected']}, got {r['predicted']}: "
+                f"{r['claim']}  -- {r['reason']}"
+            )
+
+
+def _llm_main(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
+    from ragtriage.cli.diagnose import _config, _runner
+    from ragtriage.llm import BatchSession
+
+    cfg = _config(args.config, args.base_url, args.model, None)
+    cfg = cfg.model_copy(update={"llm": cfg.llm.with_env()})
+    batch = None
+    if args.llm_batch_out or args.llm_batch_in:
+        batch = BatchSession(
+            cfg.llm,
+            out_dir=args.llm_batch_out,
+            inputs=args.llm_batch_in,
+            cache_path=args.cache,
+            log=lambda line: print(line, file=sys.stderr),
+        )
+        batch.start()
+    runner = (
+        batch.runner()
+        if batch is not None and batch.exporting
+        else _runner(cfg, dry_run=False, no_cache=False, cache=args.cache)
+    )
+    try:
+        base = [{k: v for k, v in r.items() if k not in ("predicted", "reason")} for r in rows]
+        faith, geval = llm_rows(base, runner)
+    finally:
+        runner.close()
+    if batch is not None and batch.finish():
+        print("LLM requests exported; the LLM rows are not measured yet", file=sys.stderr)
+        return
+    for name, got in (("llm faithfulness", faith), ("g-eval faithfulness", geval)):
+        print(f"\n{name}:")
+        _report("all", got)
+        for lang in sorted({r["language"] for r in got}):
+            _report(lang, [r for r in got if r["language"] == lang])
+        if args.show_misses:
+            _misses(got)
 
 
 if __name__ == "__main__":
