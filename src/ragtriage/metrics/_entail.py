@@ -407,17 +407,25 @@ class _ClaimView:
             blanked = _blank_facts(text)
             for m in _CJK_RUN.finditer(blanked):
                 run = m.group()
-                for i, ch in enumerate(run):
-                    if ch in _ZH_STOP:
-                        continue
-                    grams = tuple(
-                        g
-                        for g in (run[i - 1 : i + 1] if i else "", run[i : i + 2])
-                        if len(g) == 2 and g in terms and g not in drop
-                    )
-                    if len(run) == 1:
-                        grams = (run,)
-                    cjk.append(grams)
+                if len(run) == 1:
+                    if run not in _ZH_STOP:
+                        cjk.append((run,))
+                    continue
+                # the run's bigrams that count (None: not a claim term, or dropped); a
+                # character is weighed with the bigram before it and the one after it
+                kept = [
+                    g if g in terms and g not in drop else None
+                    for g in (run[k : k + 2] for k in range(len(run) - 1))
+                ]
+                kept.append(None)
+                before: str | None = None
+                for ch, after in zip(run, kept, strict=True):
+                    if ch not in _ZH_STOP:
+                        if before is None:
+                            cjk.append(() if after is None else (after,))
+                        else:
+                            cjk.append((before,) if after is None else (before, after))
+                    before = after
         kept = frozenset(t for t in terms if t not in drop)
         return cls(kept, latin, tuple(cjk), qs, ds)
 
