@@ -413,13 +413,13 @@ class _ClaimView:
                     continue
                 # the run's bigrams that count (None: not a claim term, or dropped); a
                 # character is weighed with the bigram before it and the one after it
-                kept = [
+                grams: list[str | None] = [
                     g if g in terms and g not in drop else None
                     for g in (run[k : k + 2] for k in range(len(run) - 1))
                 ]
-                kept.append(None)
+                grams.append(None)
                 before: str | None = None
-                for ch, after in zip(run, kept, strict=True):
+                for ch, after in zip(run, grams, strict=True):
                     if ch not in _ZH_STOP:
                         if before is None:
                             cjk.append(() if after is None else (after,))
