@@ -1,7 +1,7 @@
 """Throughput of the rules judge: synthetic traces diagnosed per second.
 
 Run: .venv/bin/python benchmarks/diagnose_rules.py [--real] [--traces 4000] [--workers 2]
-     [--strategy ragec] [--profile] [--save diagnoses.jsonl]
+     [--strategy ragec] [--profile] [--save diagnoses.jsonl] [--baseline OTHER/src [--rounds 3]]
 
 Builds N synthetic traces (English and Chinese company reports chunked into
 paragraphs; every failure kind: wrong number at generation, GT chunk dropped by the
@@ -10,6 +10,12 @@ correct answers and abstentions), diagnoses them with ``Diagnoser("rules")`` and
 traces/s in one process and with ``--workers`` processes (target: >= 2,000/s), and checks
 that both give identical diagnoses. ``--profile`` prints the top functions by cumulative and
 by own time; ``--save`` writes the one-process diagnoses, to compare two versions.
+
+``--baseline OTHER/src``: one-process traces per CPU-second of this checkout and of another
+one (e.g. a ``git worktree`` of an older commit), each measured ``--rounds`` times in a fresh
+child process, alternating (this, other, other, this, ...) so both see the same load; prints
+every round, the medians and the ratio. The same traces are built in both (this script's
+generator, with the measured checkout's ``ragtriage.records``).
 
 ``--real``: long real-style traces instead (see :func:`real_trace`): ~300-word
 chain-of-thought answers with markdown lists, "(Doc 2)" citations and a conclusion,
@@ -25,10 +31,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import json
 import os
 import pstats
 import random
 import re
+import statistics
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -37,9 +46,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+# ``--src DIR`` (used by ``--baseline`` for its children): measure the package under DIR
+_SRC = sys.argv[sys.argv.index("--src") + 1] if "--src" in sys.argv[:-1] else str(ROOT / "src")
+sys.path.insert(0, _SRC)
 
-from ragtriage._regex import compile_all  # noqa: E402
 from ragtriage.config import DiagnosisConfig  # noqa: E402
 from ragtriage.diagnosis import Diagnoser  # noqa: E402
 from ragtriage.diagnosis._context import CaseContext  # noqa: E402
@@ -558,7 +568,18 @@ def main() -> None:
     parser.add_argument(
         "--save", type=Path, help="write the one-process diagnoses here (JSONL), to compare runs"
     )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="another checkout's src: compare one-process traces/CPU-s (alternating children)",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="--baseline: runs per checkout")
+    parser.add_argument("--src", help=argparse.SUPPRESS)  # read before the imports (see _SRC)
+    parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.baseline is not None:
+        _compare(args)
+        return
     build: Callable[..., list[Trace]] = real_traces if args.real else synthetic_traces
     expected: dict[str, str | None] = (
         REAL_KINDS if args.real else {k: k if k in _STAGES else None for k in KINDS}
@@ -571,7 +592,12 @@ def main() -> None:
     built = time.perf_counter() - t0
     diagnoser = Diagnoser("rules", args.strategy)
     asyncio.run(diagnoser.diagnose_many(traces[:50]))  # warm caches and imports
-    compile_all()  # the rules' patterns compile on first use; not a cost per trace
+    try:  # the rules' patterns compile on first use; not a cost per trace
+        from ragtriage._regex import compile_all
+    except ImportError:  # an older checkout (--baseline) compiles them at import
+        pass
+    else:
+        compile_all()
     profiler = cProfile.Profile() if args.profile else None
     if profiler is not None:
         profiler.enable()
@@ -582,6 +608,9 @@ def main() -> None:
         profiler.disable()
     if args.save is not None:
         args.save.write_text("".join(d.to_json() + "\n" for d in diagnoses), encoding="utf-8")
+    if args.measure:
+        print("MEASURE " + json.dumps({"n": len(traces), "wall": elapsed, "cpu": cpu}))
+        return
     rate = len(traces) / elapsed
     stages = Counter(d.stage.value if d.stage else "-" for d in diagnoses if d.needs_diagnosis)
     labels = Counter(d.answer_label.value if d.answer_label else "undetermined" for d in diagnoses)
@@ -628,6 +657,55 @@ def main() -> None:
 
 
 _STAGES = ("generation", "reranking", "retrieval", "chunking")
+
+
+def _compare(args: argparse.Namespace) -> None:
+    """``--baseline``: this checkout and another one, alternating, in fresh children."""
+    other = args.baseline.resolve()
+    if not (other / "ragtriage" / "__init__.py").is_file():
+        raise SystemExit(f"{other}: no ragtriage package here (give a src folder)")
+    sources = {"this": Path(_SRC).resolve(), "baseline": other}
+    child = [sys.executable, str(Path(__file__).resolve()), "--measure", "--workers", "1"]
+    child += ["--strategy", args.strategy]
+    if args.real:
+        child.append("--real")
+    if args.traces:
+        child += ["--traces", str(args.traces)]
+    env = dict(os.environ, PYTHONHASHSEED=os.environ.get("PYTHONHASHSEED", "0"))
+    env.pop("PYTHONPATH", None)
+    print(
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; "
+        f"{args.rounds} rounds, alternating; one process, traces per CPU-second"
+    )
+    for label, src in sources.items():
+        print(f"  {label}: {src}")
+    rates: dict[str, list[float]] = {k: [] for k in sources}
+    for r in range(args.rounds):
+        order = list(sources) if r % 2 == 0 else list(reversed(sources))
+        for label in order:
+            done = subprocess.run(
+                [*child, "--src", str(sources[label])],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            line = next((x for x in done.stdout.splitlines() if x.startswith("MEASURE ")), None)
+            if done.returncode != 0 or line is None:
+                raise SystemExit(f"{label} ({sources[label]}) failed:\n{done.stderr[-3000:]}")
+            m = json.loads(line.removeprefix("MEASURE "))
+            rates[label].append(m["n"] / m["cpu"])
+            print(
+                f"round {r + 1} {label:8s}: {m['n']} traces, {m['cpu']:.2f}s CPU, "
+                f"{m['wall']:.2f}s wall: {m['n'] / m['cpu']:,.1f} traces/CPU-s"
+            )
+    med = {k: statistics.median(v) for k, v in rates.items()}
+    print(f"load average {os.getloadavg()[0]:.2f} at end")
+    print(
+        f"median traces/CPU-s: this {med['this']:,.1f}, baseline {med['baseline']:,.1f}; "
+        f"this/baseline = {med['this'] / med['baseline']:.2f} "
+        f"({'OK' if med['this'] >= med['baseline'] else 'BELOW'}: this >= baseline)"
+    )
 
 
 def _describe_real(traces: list[Trace]) -> str:

@@ -2265,6 +2265,19 @@ def _content_units(
     return words, tuple((m.start(), m.group()) for m in _RE_CJK_RUN.finditer(t))
 
 
+@lru_cache(maxsize=256)
+def _sources_support(sources: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str]]:
+    """The terms and the characters of ``sources`` (one answer is weighed against the
+    same sources many times)."""
+    support: set[str] = set()
+    chars: set[str] = set()
+    for src in sources:
+        prepared = _prepare(src)
+        support |= prepared.terms
+        chars.update(prepared.compact)
+    return frozenset(support), frozenset(chars)
+
+
 def content_support(text: str, sources: Iterable[str]) -> Support:
     """Which content of ``text`` is absent from every text of ``sources``.
 
@@ -2272,12 +2285,7 @@ def content_support(text: str, sources: Iterable[str]) -> Support:
     :func:`quantities_match` and :func:`dates_match`). Returns the number of content
     units, how many are unsupported, and the unsupported words/CJK spans in text order.
     """
-    support: set[str] = set()
-    chars: set[str] = set()
-    for src in sources:
-        prepared = _prepare(src)
-        support |= prepared.terms
-        chars.update(prepared.compact)
+    support, chars = _sources_support(tuple(sources))
     words, runs = _content_units(text)
     total = len(words)
     examples = [

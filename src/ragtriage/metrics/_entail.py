@@ -175,6 +175,10 @@ _FILLER_EN: Final = frozenset(
     ).split()
 )
 _FILLER_ZH: Final = ("根据", "文档", "资料", "材料", "上下文", "答案", "信息", "提到", "显示")
+#: every piece of a word of _FILLER_ZH (``t in _FILLER_ZH_PARTS``: ``t`` stands in one)
+_FILLER_ZH_PARTS: Final = frozenset(
+    w[i:j] for w in _FILLER_ZH for i in range(len(w)) for j in range(i + 1, len(w) + 1)
+)
 
 
 def _terms(text: str) -> frozenset[str]:
@@ -182,18 +186,26 @@ def _terms(text: str) -> frozenset[str]:
     return key_terms(_blank_facts(text))
 
 
+def _digitless(term: str) -> bool:
+    """``term`` holds no digit (a letter-only term, the usual case, is decided in C)."""
+    return term.isalpha() or not any(map(str.isdigit, term))
+
+
 def _unit_terms(text: str) -> frozenset[str]:
     """A premise clause's content terms without reading its facts: terms with a digit
     left out (a claim's terms have its facts blanked, so a premise clause needs no more
     for the alignment; "million", "March" may stay, which no claim term asks for)."""
-    return frozenset(t for t in key_terms(text) if not any(c.isdigit() for c in t))
+    terms = key_terms(text)
+    if "".join(terms).isalpha():  # no term holds a digit: one test for all of them
+        return terms
+    return frozenset(filter(_digitless, terms))
 
 
 def _claim_terms(text: str) -> frozenset[str]:
     terms = _terms(text)
     out = {t for t in terms if t not in _FILLER_EN}
     if has_cjk(text):
-        out = {t for t in out if not any(t in w for w in _FILLER_ZH)}
+        out = {t for t in out if t not in _FILLER_ZH_PARTS}
     return frozenset(out)
 
 
@@ -389,23 +401,31 @@ class _ClaimView:
     @classmethod
     def of(cls, text: str, terms: frozenset[str], drop: frozenset[str] = frozenset()) -> _ClaimView:
         qs, ds = _facts_of(text)
-        latin = frozenset(t for t in terms if not has_cjk(t) and t not in drop)
+        latin = frozenset(t for t in terms if (t.isascii() or not has_cjk(t)) and t not in drop)
         cjk: list[tuple[str, ...]] = []
         if has_cjk(text):
             blanked = _blank_facts(text)
             for m in _CJK_RUN.finditer(blanked):
                 run = m.group()
-                for i, ch in enumerate(run):
-                    if ch in _ZH_STOP:
-                        continue
-                    grams = tuple(
-                        g
-                        for g in (run[i - 1 : i + 1] if i else "", run[i : i + 2])
-                        if len(g) == 2 and g in terms and g not in drop
-                    )
-                    if len(run) == 1:
-                        grams = (run,)
-                    cjk.append(grams)
+                if len(run) == 1:
+                    if run not in _ZH_STOP:
+                        cjk.append((run,))
+                    continue
+                # the run's bigrams that count (None: not a claim term, or dropped); a
+                # character is weighed with the bigram before it and the one after it
+                grams: list[str | None] = [
+                    g if g in terms and g not in drop else None
+                    for g in (run[k : k + 2] for k in range(len(run) - 1))
+                ]
+                grams.append(None)
+                before: str | None = None
+                for ch, after in zip(run, grams, strict=True):
+                    if ch not in _ZH_STOP:
+                        if before is None:
+                            cjk.append(() if after is None else (after,))
+                        else:
+                            cjk.append((before,) if after is None else (before, after))
+                    before = after
         kept = frozenset(t for t in terms if t not in drop)
         return cls(kept, latin, tuple(cjk), qs, ds)
 
@@ -507,13 +527,16 @@ class Premise:
         for t in view.terms:
             candidates.update(self.index.get(t, ()))
         scored = []
+        weight, facts = view.weight, len(view.qs) + len(view.ds)
         for n in candidates:
             unit = self.units[n]
             known = unit.terms | self.background_terms if len(self.units) == 1 else unit.terms
             got = view.held(known)
+            if (got + facts) / weight < ALIGNED:
+                continue  # below ALIGNED even with every fact matched: its facts unread
             got += sum(any(quantities_match(q, u) for u in unit.quantities) for q in view.qs)
             got += sum(any(dates_match(d, u) for u in unit.dates) for d in view.ds)
-            scored.append((got / view.weight, n))
+            scored.append((got / weight, n))
         scored.sort(key=lambda x: (-x[0], x[1]))
         return [(r, n) for r, n in scored[:limit] if r >= ALIGNED]
 
@@ -569,10 +592,9 @@ def _weight(piece: str) -> int:
 
 def _unsupported_share(
     claim: str, premise: Premise, values: frozenset[tuple[int, int]]
-) -> tuple[float | None, list[str], bool]:
+) -> tuple[float | None, list[str]]:
     """(share of the claim's content words the premise holds -- ``None`` when it has none
-    besides its facts --, the unsupported pieces, whether a supported word comes from the
-    premise proper and not only from the background). A word of an opposite-terms family
+    besides its facts --, the unsupported pieces). A word of an opposite-terms family
     counts as held when ``values`` (the aligned clauses') hold its value ("reduce" for
     "cut", "降低" for "降至")."""
     sources = [premise.text] + ([premise.background] if premise.background else [])
@@ -588,19 +610,24 @@ def _unsupported_share(
             unsupported -= _weight(e)  # "CFO" for "chief financial officer"; a synonym
         else:
             missing.append(e)
-    own = True
-    if premise.background:
-        own_sup = content_support(claim, [premise.text])
-        own = own_sup.unsupported < own_sup.total
     if total <= 0:
-        return None, missing, own
-    return max(0.0, 1.0 - max(0, unsupported) / total), missing, own
+        return None, missing
+    return max(0.0, 1.0 - max(0, unsupported) / total), missing
+
+
+def _own_support(claim: str, premise: Premise) -> bool:
+    """A word of the claim the premise supports comes from the premise proper, not only
+    from the background (asked only of a claim whose share would make it entailed)."""
+    if not premise.background:
+        return True
+    own_sup = content_support(claim.rstrip(_TERMINAL), [premise.text])
+    return own_sup.unsupported < own_sup.total
 
 
 def _claim_names(claim: str) -> list[str]:
     out = []
     for n in extract_entities(claim):
-        words = [w for w in n.split() if not any(ch.isdigit() for ch in w)]
+        words = [w for w in n.split() if _digitless(w)]
         if words:
             out.append(" ".join(words))
     return out
@@ -715,7 +742,7 @@ def _verdict(
         return ClaimCheck(claim, "undetermined", "empty premise")
     # fast path: content words of which the premise has none can align with nothing,
     # so nothing there supports or contradicts the claim (its facts need not be read)
-    words = {t for t in key_terms(text) if t not in _FILLER_EN and not any(c.isdigit() for c in t)}
+    words = {t for t in key_terms(text) if t not in _FILLER_EN and _digitless(t)}
     if (
         words
         and words.isdisjoint(premise.index)
@@ -767,7 +794,9 @@ def _verdict(
     values: frozenset[tuple[int, int]] = frozenset()
     for n in best:
         values |= _opposite_values(premise.units[n].text)
-    share, unsupported, own = _unsupported_share(text, premise, values)
+    # the share is read here only when an aligned sentence may fill an unsupported piece
+    # with something else; else after the checks that do not need it
+    share, unsupported = _unsupported_share(text, premise, values) if sentences else (None, [])
     for piece in unsupported:
         # a name-like word ("CEO") or a Chinese span the claim anchors on both sides
         # ("由李娜创办") that the aligned sentence fills with something else
@@ -831,6 +860,8 @@ def _verdict(
         return ClaimCheck(claim, "neutral", f"not in the premise: {', '.join(what)}")
     if negated:
         return ClaimCheck(claim, "neutral", "a negated statement the premise does not make")
+    if not sentences:
+        share, _ = _unsupported_share(text, premise, values)
     if share is None:
         # a claim of facts only ("$265 million", "2019年"): its facts are all there
         own_q, own_d = premise.pools.own_quantities, premise.pools.own_dates
@@ -840,10 +871,10 @@ def _verdict(
             return ClaimCheck(claim, "neutral", "only restates the question")
         return ClaimCheck(claim, "entailed", "every fact of the claim is in the premise")
     if share >= SUPPORT:
-        if not own:
+        if not _own_support(text, premise):
             return ClaimCheck(claim, "neutral", "only restates the question")
         return ClaimCheck(claim, "entailed", f"{share:.0%} of its words in the premise")
-    if share >= GRAY and own and sim is not None and not zh and sentences:
+    if share >= GRAY and sim is not None and not zh and sentences and _own_support(text, premise):
         cos = sim(text, sentences[:2])
         if cos is None:
             return ClaimCheck(claim, "neutral", _PENDING)
