@@ -73,9 +73,12 @@ __all__ = [
     "slot_conflict",
 ]
 
-# a period ends a clause, not after an initial ("G. Torres")
+# a period ends a clause, not after an initial ("G. Torres") or a title ("Mr. John
+# Smith") nor before a word in lower case (an abbreviation: "Elevate Retail Inc. acquired")
 _CLAUSE = lazy_compile(
-    r"[\n;；。！？!?]|[,，](?=\s*(?:and|while|whereas|but|而|但)\b)|(?<=[.])(?<!\b[A-Z]\.)\s+"
+    r"[\n;；。！？!?]|[,，](?=\s*(?:and|while|whereas|but|而|但)\b)"
+    r"|(?<=[.])(?<!\b[A-Z]\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)(?<!\bMrs\.)"
+    r"(?<!\bProf\.)\s+(?![a-z])"
 )
 
 
@@ -289,7 +292,8 @@ def slot_conflict(
     values = [q.raw for q in extract_quantities(keypoint)]
     if not names and not values:
         return None
-    slot = _slot_words(keypoint, names)
+    # a value's unit ("ft" of "14 ft") belongs to the value, not to the slot's wording
+    slot = _slot_words(keypoint, [*names, *values])
     words = slot - set(content_tokens(query))
     pieces = clauses(answer)
     if not words and values and not names and len(slot) >= 2:
@@ -297,6 +301,7 @@ def slot_conflict(
         # its whole wording, clause piece by piece ("…，资产负债率同样为40%")
         words = slot
         pieces = [p for c in pieces for p in _RE_PIECES.split(c) if p.strip()]
+    told: tuple[list[Quantity], list[Quantity]] | None = None
     for clause in pieces:
         nc = normalize(clause)
         present = [n for n in names if normalize(n) in nc]
@@ -319,11 +324,17 @@ def slot_conflict(
             kq = extract_quantities(keypoint)
             cq = extract_quantities(clause)
             if cq and not any(quantities_match(k, c) for k in kq for c in cq):
+                # an answer that states the keypoint's own values elsewhere gives a value
+                # of the ground truth's in this clause for another of its slots, not in
+                # place of the keypoint's ("14 ft for seasons 1-7 …, 18 ft in season 10")
+                if told is None:
+                    told = (extract_quantities(answer), extract_quantities(ground_truth))
                 same_unit = [
                     c
                     for c in cq
                     if any(c.unit == k.unit for k in kq)
                     and not _stated_as_in(c, clause, ground_truth)
+                    and not _for_another_slot(c, kq, *told)
                 ]
                 if same_unit:
                     return SlotConflict(keypoint, clause, kq[0].raw, same_unit[0].raw)
@@ -331,6 +342,22 @@ def slot_conflict(
 
 
 _RE_PIECES = lazy_compile(r"(?<!\d),|,(?!\d)|[;:()，；：（）。!?！？\n]|\.(?:\s|$)")
+
+
+def _for_another_slot(
+    value: Quantity,
+    keypoint: Sequence[Quantity],
+    answer: Sequence[Quantity],
+    ground_truth: Sequence[Quantity],
+) -> bool:
+    """``value`` is one of the ground truth's, and the answer states the keypoint's own
+    values of its unit elsewhere: the answer gives it for the slot the ground truth gives
+    it, not in place of the keypoint's."""
+    from ragtriage.diagnosis.facts import quantities_match
+
+    return any(quantities_match(value, g) for g in ground_truth) and all(
+        any(quantities_match(k, a) for a in answer) for k in keypoint if k.unit == value.unit
+    )
 
 
 def _stated_as_in(value: Quantity, clause: str, ground_truth: str) -> bool:
