@@ -100,8 +100,8 @@ def test_the_flag_sets_read_by_the_type_tests_and_the_cascade_are_the_registrys(
             r.wrong_statement,
             r.picks_option,
         ), r.name
-    hinted = {n: (r.types, r.hint) for n, r in types_rules._ANSWER_RULE_TYPES.items()}
-    assert hinted == {r.name: (r.types, r.hint) for r in RULES if r.types}
+    assert dict(types_rules._ANSWER_RULES) == {r.name: r for r in RULES}
+    assert all(r.hint for r in RULES if r.types)
     assert all(0 < w <= 1 for r in RULES for _, w in r.types)
 
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ragtriage.diagnosis.weights import shipped_weights
 from ragtriage.errors import ConfigError
 
 if TYPE_CHECKING:  # PyYAML and tomllib load when a config file is read
@@ -202,6 +203,12 @@ class QueryTransformConfig(_Cfg):
     n_variants: int = Field(default=3, ge=1, le=5)
 
 
+#: the defaults of the thresholds below come from the judge's weights file
+#: (``ragtriage/diagnosis/weights.json``, see :mod:`ragtriage.diagnosis.weights`)
+_STAGE = shipped_weights().stage
+_ANSWER = shipped_weights().answer
+
+
 class DiagnosisConfig(_Cfg):
     k: int = Field(default=10, ge=1, description="Votes per error-type judgement.")
     gt_chunk_votes: int = Field(default=10, ge=1)
@@ -209,13 +216,19 @@ class DiagnosisConfig(_Cfg):
         default=0.8, ge=0, le=1, description="Keep chunks chosen in more than this share."
     )
     generator_gt_share: float = Field(
-        default=0.5, ge=0, le=1, description="Generation stage if more than this GT share."
+        default=_STAGE["generator_gt_share"],
+        ge=0,
+        le=1,
+        description="Generation stage if more than this GT share.",
     )
     concept_coverage: float = Field(
-        default=0.8, ge=0, le=1, description="Chunking stage if coverage below this."
+        default=_STAGE["concept_coverage"],
+        ge=0,
+        le=1,
+        description="Chunking stage if coverage below this.",
     )
-    correct_f1: float = Field(default=0.6, ge=0, le=1)
-    possible_f1: float = Field(default=0.35, ge=0, le=1)
+    correct_f1: float = Field(default=_ANSWER["correct_f1"], ge=0, le=1)
+    possible_f1: float = Field(default=_ANSWER["possible_f1"], ge=0, le=1)
     seed: int = 0
     chunking_extension: bool = Field(
         default=True,
@@ -224,7 +237,9 @@ class DiagnosisConfig(_Cfg):
         "is oversized, before the concept-coverage test.",
     )
     oversized_chunk_ratio: float = Field(
-        default=3.0, gt=1, description="Chunking extension: oversized = this x doc median."
+        default=_STAGE["oversized_chunk_ratio"],
+        gt=1,
+        description="Chunking extension: oversized = this x doc median.",
     )
     entity_extension: bool = Field(
         default=True,

@@ -79,6 +79,7 @@ from ragtriage.diagnosis.facts import (
 from ragtriage.diagnosis.findings import AnswerFindings, FindingsError, findings_from_object
 from ragtriage.diagnosis.question_parts import QuestionPart, mentions_part, question_parts
 from ragtriage.diagnosis.rules import RULES, AnswerRule, answer_rule
+from ragtriage.diagnosis.weights import active_weights, shipped_weights
 from ragtriage.judge.parsing import parse_answer_label
 from ragtriage.judge.prompts import answer_eval_prompt, ground_truth_text
 from ragtriage.llm import LLMFailure, parse_json_object
@@ -1120,13 +1121,14 @@ def _judgement(example: Example, label: AnswerLabel, reason: str, rule: str) -> 
 
 # -- ground-truth coverage ------------------------------------------------------------
 
-#: a keypoint counts as covered when the answer holds this share of its words
-_KEYPOINT_RECALL = 0.5
-#: a ground-truth unit counts as covered when the answer holds this share of its words
-_UNIT_RECALL = 0.5
-#: long-form coverage: at or above -> may be correct; below _PARTIAL -> incorrect
-_FULL_COVERAGE = 0.75
-_PARTIAL_COVERAGE = 0.34
+#: a keypoint counts as covered when the answer holds more than this share of its words;
+#: a ground-truth unit when it holds at least this share (``weights.json``; read once:
+#: the coverage functions that read them are cached)
+_KEYPOINT_RECALL = shipped_weights().answer["keypoint_recall"]
+_UNIT_RECALL = shipped_weights().answer["unit_recall"]
+#: the other grade thresholds (long-form coverage: at or above ``full_coverage`` -> may be
+#: correct; below ``partial_coverage`` -> incorrect; token overlap; keypoint share) are
+#: read from :func:`~ragtriage.diagnosis.weights.active_weights` at each verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -1627,8 +1629,12 @@ def _decides(name: str) -> Callable[[Callable[[_Case], _Decision]], Callable[[_C
     import)."""
     rule = answer_rule(name)
 
+    retirable = rule.step == "contradiction"
+
     def register(check: Callable[[_Case], _Decision]) -> Callable[[_Case], _Decision]:
         def run(c: _Case) -> Judgement | None:
+            if retirable and rule.name in active_weights().retired:
+                return None  # switched off in the weights (weights.json's retired_rules)
             found = check(c)
             return None if found is None else _judgement(c.example, found[0], found[1], rule.name)
 
@@ -1715,7 +1721,7 @@ def _declines_a_part(c: _Case) -> _Decision:
     if not declined or c.contained:
         return None
     by_statement = c.by_statement
-    if (by_statement.share or 0.0) >= _FULL_COVERAGE:
+    if (by_statement.share or 0.0) >= active_weights().answer["full_coverage"]:
         return None
     if (
         c.concludes_declining
@@ -2087,6 +2093,7 @@ def _grade(c: _Case) -> Judgement:
 def _grade_overlap(c: _Case, g: _Grade) -> None:
     """Completeness and overlap."""
     facts, config = c.facts, c.config
+    t = active_weights().answer
     if facts.contained:
         g.label = AnswerLabel.CORRECT
         g.reasons.append("contains the ground truth")
@@ -2096,10 +2103,12 @@ def _grade_overlap(c: _Case, g: _Grade) -> None:
         g.label = AnswerLabel.CORRECT
         g.reasons.append(f"states all {len(c.coverage.units)} ground-truth statement(s)")
         g.rule = _GT_COVERAGE
-    elif (facts.f1 >= config.correct_f1 and facts.recall >= 0.5) or facts.recall >= 0.8:
+    elif (facts.f1 >= config.correct_f1 and facts.recall >= t["f1_min_recall"]) or (
+        facts.recall >= t["correct_recall"]
+    ):
         g.label = AnswerLabel.CORRECT
         g.reasons.append(f"token F1 {facts.f1:.2f}, recall {facts.recall:.2f}")
-    elif facts.f1 >= config.possible_f1 or facts.recall >= 0.5:
+    elif facts.f1 >= config.possible_f1 or facts.recall >= t["possible_recall"]:
         g.label = AnswerLabel.POSSIBLE_CORRECT
         g.reasons.append(f"partial overlap: token F1 {facts.f1:.2f}, recall {facts.recall:.2f}")
     else:
@@ -2111,16 +2120,17 @@ def _grade_overlap(c: _Case, g: _Grade) -> None:
 def _grade_coverage(c: _Case, g: _Grade) -> None:
     """The dataset's keypoints, else the ground truth's statements."""
     facts, coverage = c.facts, c.coverage
+    t = active_weights().answer
     if facts.keypoint_coverage is not None and not facts.contained:
         kp = facts.keypoint_coverage
         kp_label = (
             AnswerLabel.CORRECT
-            if kp >= 0.8
+            if kp >= t["keypoints_correct"]
             else AnswerLabel.POSSIBLE_CORRECT
             # more than half the keypoints: partial; half of them or fewer (one of two,
             # the direct answer alone of three or four) leaves out as much as it says --
             # incomplete (Listing 3's completeness)
-            if kp > 0.5
+            if kp > t["keypoints_partial"]
             else AnswerLabel.INCORRECT
         )
         if (
@@ -2146,16 +2156,17 @@ def _grade_coverage(c: _Case, g: _Grade) -> None:
         # a long-form ground truth: how many of its statements the answer makes
         share = coverage.share or 0.0
         n_cov, n = sum(coverage.covered), len(coverage.units)
-        if share < _PARTIAL_COVERAGE and not (coverage.covered[0] and n >= 3 and share >= 0.25):
+        full, partial = t["full_coverage"], t["partial_coverage"]
+        if share < partial and not (coverage.covered[0] and n >= 3 and share >= 0.25):
             g.label = AnswerLabel.INCORRECT
             g.reasons.append(f"covers {n_cov}/{n} ground-truth statements")
             g.rule = _GT_COVERAGE
-        elif share < _FULL_COVERAGE:
+        elif share < full:
             # the direct answer (the first statement) or some of the rest: partial
             g.label = AnswerLabel.POSSIBLE_CORRECT
             g.reasons.append(f"covers {n_cov}/{n} ground-truth statements")
             g.rule = _GT_COVERAGE
-        elif share >= _FULL_COVERAGE and g.label is not AnswerLabel.CORRECT:
+        elif share >= full and g.label is not AnswerLabel.CORRECT:
             g.label = AnswerLabel.CORRECT
             g.reasons.append(f"covers {n_cov}/{n} ground-truth statements")
             g.rule = _GT_COVERAGE

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Final, Literal
 
+from ragtriage.diagnosis.weights import WEIGHTS_FILE, shipped_weights
 from ragtriage.records import AnswerLabel, ErrorType
 
 __all__ = [
@@ -57,7 +58,6 @@ _C, _P, _I, _A = (
     AnswerLabel.ABSTAIN,
 )
 _GRADES = (_C, _P, _I)
-E = ErrorType
 
 
 class UnknownRuleError(KeyError):
@@ -78,7 +78,8 @@ class AnswerRule:
     labels: tuple[AnswerLabel, ...]
     #: what it decides, in a line (the docs table)
     summary: str
-    #: generation error types it points to, with the score each gets
+    #: generation error types it points to, with the score each gets (from the
+    #: ``type_votes`` of ``weights.json``, see :mod:`ragtriage.diagnosis.weights`)
     types: tuple[tuple[ErrorType, float], ...] = ()
     #: the evidence sentence of those types (after "answer evaluation: ")
     hint: str = ""
@@ -99,7 +100,6 @@ def _r(
     labels: tuple[AnswerLabel, ...],
     summary: str,
     *,
-    types: tuple[tuple[ErrorType, float], ...] = (),
     hint: str = "",
     wrong_statement: bool = False,
     picks_option: bool = False,
@@ -112,7 +112,7 @@ def _r(
         -1,
         labels,
         summary,
-        types,
+        (),
         hint,
         wrong_statement,
         picks_option,
@@ -122,8 +122,29 @@ def _r(
 
 
 def _declare(*rules: AnswerRule) -> tuple[AnswerRule, ...]:
-    """``rules`` numbered in the order given."""
-    return tuple(replace(r, order=i) for i, r in enumerate(rules))
+    """``rules`` numbered in the order given, each with the type votes of the shipped
+    weights file (:func:`ragtriage.diagnosis.weights.shipped_weights`), which must have an
+    entry for every rule and none for an undeclared one."""
+    weights = shipped_weights()
+    votes = weights.type_votes
+    names = [r.name for r in rules]
+    can_retire = {r.name for r in rules if r.step == "contradiction"}
+    if not weights.retired <= can_retire:
+        raise ValueError(
+            f"{WEIGHTS_FILE}: retired_rules may name contradiction-step rules only, not "
+            f"{', '.join(sorted(weights.retired - can_retire))}"
+        )
+    missing = [n for n in names if n not in votes]
+    unknown = [n for n in votes if n not in names]
+    if missing or unknown:
+        raise ValueError(
+            f"{WEIGHTS_FILE}: type_votes must name every declared answer rule exactly; "
+            f"missing: {', '.join(missing) or '-'}; undeclared: {', '.join(unknown) or '-'}"
+        )
+    return tuple(
+        replace(r, order=i, types=tuple((ErrorType(t), w) for t, w in votes[r.name]))
+        for i, r in enumerate(rules)
+    )
 
 
 #: every rule, in evaluation order
@@ -158,7 +179,6 @@ RULES: Final[tuple[AnswerRule, ...]] = _declare(
         "one part of a multi-part question declined while another is answered; a part of "
         "the ground truth stated before declining the rest; (grade) an incomplete answer "
         "that declines the rest",
-        types=((E.E12, 0.7),),
         hint="the answer declines a part of the question that the ground truth answers",
         unseen_fact=True,
         origin="answer_eval._declined_parts",
@@ -183,7 +203,6 @@ RULES: Final[tuple[AnswerRule, ...]] = _declare(
         "contradiction",
         (_I,),
         "a date no calendar has where the ground truth gives a date",
-        types=((E.E16, 0.7),),
         hint="the answer states a date no calendar has where the ground truth gives a date",
         wrong_statement=True,
         unseen_fact=True,
@@ -203,7 +222,6 @@ RULES: Final[tuple[AnswerRule, ...]] = _declare(
         "contradiction",
         (_I,),
         "the ground truth's amount behind a bound that excludes it",
-        types=((E.E16, 0.65),),
         hint="the answer states the ground truth's amount behind a bound that excludes it",
         wrong_statement=True,
         origin="answer_checks.bound_conflict",
@@ -213,7 +231,6 @@ RULES: Final[tuple[AnswerRule, ...]] = _declare(
         "contradiction",
         (_I,),
         "a ranked superlative of the ground truth at another rank",
-        types=((E.E13, 0.65),),
         hint="the answer gives a ranked superlative of the ground truth another rank",
         wrong_statement=True,
         origin="answer_checks.rank_conflict",
@@ -223,7 +240,6 @@ RULES: Final[tuple[AnswerRule, ...]] = _declare(
         "contradiction",
         (_I,),
         "a grade or stage with another Roman numeral",
-        types=((E.E16, 0.7),),
         hint="the answer gives a grade or stage another numeral than the ground truth",
         wrong_statement=True,
         origin="answer_checks.numeral_conflict",
@@ -265,7 +281,6 @@ RULES: Final[tuple[AnswerRule, ...]] = _declare(
         "contradiction",
         (_I,),
         "a ground-truth amount with the opposite direction of change",
-        types=((E.E16, 0.6),),
         hint="the answer states a ground-truth amount with the opposite direction of change",
         wrong_statement=True,
         origin="answer_checks.direction_flips",
@@ -275,7 +290,6 @@ RULES: Final[tuple[AnswerRule, ...]] = _declare(
         "contradiction",
         (_I,),
         "another value of a ground-truth term's family (or the term negated) in its place",
-        types=((E.E13, 0.7),),
         hint="the answer says the opposite of a ground-truth term about the same thing "
         "(side, result, event)",
         wrong_statement=True,
@@ -302,7 +316,6 @@ RULES: Final[tuple[AnswerRule, ...]] = _declare(
         "contradiction",
         (_I,),
         "the ground truth's amounts behind each other's measure words",
-        types=((E.E16, 0.7),),
         hint="the answer puts the ground truth's amounts behind each other's measure words",
         wrong_statement=True,
         origin="answer_checks.measures_swapped",
@@ -312,7 +325,6 @@ RULES: Final[tuple[AnswerRule, ...]] = _declare(
         "contradiction",
         (_I,),
         "a ground-truth name given another name's role",
-        types=((E.E13, 0.7),),
         hint="the answer gives one name of the ground truth another one's role (the context "
         "misread)",
         wrong_statement=True,
@@ -323,7 +335,6 @@ RULES: Final[tuple[AnswerRule, ...]] = _declare(
         "contradiction",
         (_I,),
         "an ordering question's dated events in another order",
-        types=((E.E15, 0.75),),
         hint="the answer puts the ground truth's dated events in another order",
         wrong_statement=True,
         picks_option=True,
@@ -334,7 +345,6 @@ RULES: Final[tuple[AnswerRule, ...]] = _declare(
         "contradiction",
         (_I,),
         "the other option of a comparison in time",
-        types=((E.E15, 0.7),),
         hint="the answer picks the other option of a comparison in time (earlier/later, longer)",
         wrong_statement=True,
         picks_option=True,
@@ -345,7 +355,6 @@ RULES: Final[tuple[AnswerRule, ...]] = _declare(
         "contradiction",
         (_I,),
         "the other option of a comparison",
-        types=((E.E16, 0.6),),
         hint="the answer picks the other option of a comparison of amounts",
         wrong_statement=True,
         picks_option=True,
@@ -356,7 +365,6 @@ RULES: Final[tuple[AnswerRule, ...]] = _declare(
         "contradiction",
         (_I,),
         "one of the question's entities given another amount",
-        types=((E.E16, 0.7),),
         hint="the answer gives one entity another amount than the ground truth gives it",
         wrong_statement=True,
         unseen_fact=True,
@@ -367,7 +375,6 @@ RULES: Final[tuple[AnswerRule, ...]] = _declare(
         "contradiction",
         (_I,),
         "an uncovered keypoint's wording with another name or number",
-        types=((E.E13, 0.65),),
         hint="the answer fills one of the ground truth's slots with another name or number",
         wrong_statement=True,
         unseen_fact=True,
@@ -379,7 +386,6 @@ RULES: Final[tuple[AnswerRule, ...]] = _declare(
         (_I,),
         "something else between the ground truth's words around a keypoint, or the keypoint "
         "with a sibling word",
-        types=((E.E13, 0.7),),
         hint="the answer puts something else in a keypoint's place, between the ground "
         "truth's own words around it",
         wrong_statement=True,
@@ -398,7 +404,6 @@ RULES: Final[tuple[AnswerRule, ...]] = _declare(
         "grade",
         _GRADES,
         "how many of the ground truth's statements the answer makes",
-        types=((E.E12, 0.55),),
         hint="the answer makes only some of the ground truth's statements",
         origin="answer_eval.gt_coverage",
     ),
@@ -478,8 +483,8 @@ def _check_declarations() -> None:
         seen.add(r.name)
         if r.order != i or r.step not in STEPS or not r.labels:
             raise ValueError(f"answer rule {r.name!r}: bad order, step or labels")
-        if bool(r.types) != bool(r.hint):
-            raise ValueError(f"answer rule {r.name!r}: error types need a hint, and a hint types")
+        if r.types and not r.hint:
+            raise ValueError(f"answer rule {r.name!r}: error types need a hint")
     steps = [STEPS.index(r.step) for r in RULES]
     if steps != sorted(steps):
         raise ValueError("answer rules must be declared step by step, in evaluation order")

@@ -74,6 +74,7 @@ from ragtriage.diagnosis.stage import (
     stage_from_parts,
     starved_parts,
 )
+from ragtriage.diagnosis.weights import active_weights, shipped_weights
 from ragtriage.groundtruth import locate_reference, reconstruct_text
 from ragtriage.records import AnswerLabel, Chunk, ErrorType, Stage, Vote, types_of_stage
 from ragtriage.text import count_tokens, split_sentences
@@ -2023,9 +2024,7 @@ def _gen_residual(g: _Gen, found: _Found) -> None:
 #: what the answer evaluation found, as generation-type evidence (issue #9): the rule
 #: that failed the answer names the kind of mistake (seed 000 §4.4 definitions;
 #: ``AnswerRule.types`` and ``.hint``, see diagnosis/rules.py)
-_ANSWER_RULE_TYPES: Mapping[str, AnswerRule] = MappingProxyType(
-    {r.name: r for r in RULES if r.types}
-)
+_ANSWER_RULES: Mapping[str, AnswerRule] = MappingProxyType({r.name: r for r in RULES})
 _VALUE_CONFLICT = answer_rule("value_conflict").name
 _LIST_SUBSTITUTION = answer_rule("list_substitution").name
 _CROSSED_TERMS = answer_rule("crossed_terms").name
@@ -2034,9 +2033,15 @@ _CROSSED_TERMS = answer_rule("crossed_terms").name
 def _gen_answer_rule(g: _Gen, ctx: CaseContext, found: _Found) -> None:
     """Evidence from the answer evaluation's deciding rule (when the rules judged it and
     the stage's context held the evidence, i.e. the stage is generation)."""
-    rule = _ANSWER_RULE_TYPES.get(ctx.answer_rule or "")
+    rule = _ANSWER_RULES.get(ctx.answer_rule or "")
     if rule is not None and g.answer.strip():
-        for error_type, score in rule.types:
+        weights = active_weights()
+        types = (
+            rule.types
+            if weights is shipped_weights()
+            else tuple((ErrorType(t), s) for t, s in weights.type_votes.get(rule.name, ()))
+        )
+        for error_type, score in types:
             found.add(error_type, score, f"answer evaluation: {rule.hint}")
     if ctx.answer_rule == _VALUE_CONFLICT and g.g_quants and not g.abstain_full:
         # the answer failed on a number: one of its numbers, found in no source, stands
