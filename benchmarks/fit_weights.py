@@ -292,7 +292,7 @@ def parameters(w: Weights) -> list[Param]:
         )
     stage_grids = {
         "generator_gt_share": (0.3, 0.4, 0.5, 0.6, 0.7),
-        "concept_coverage": (0.6, 0.7, 0.8, 0.85, 0.9),
+        "concept_coverage": (0.05, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9),
         "oversized_chunk_ratio": (2.0, 2.5, 3.0, 4.0, 5.0),
     }
     for name, values in stage_grids.items():
@@ -418,6 +418,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--part", nargs="*", default=[], help="only these parts")
     ap.add_argument("--json", type=Path, help="write the figures here")
     ap.add_argument("--write", action="store_true", help="write kept values to the weights file")
+    ap.add_argument(
+        "--param", nargs="*", default=[], help="fit only these parameters (default: all)"
+    )
+    ap.add_argument(
+        "--no-rules", action="store_true", help="skip the per-rule hits and retirement tables"
+    )
     args = ap.parse_args(argv)
 
     t0 = time.process_time()
@@ -446,6 +452,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # -- parameters, one coordinate at a time
     fits: list[ParamFit] = []
     for p in parameters(hand):
+        if args.param and p.name not in args.param and p.name.split(".")[-1] not in args.param:
+            continue
         fits.append(fit_param(p, cases, names, base_ff, sizes))
         f = fits[-1]
         print(
@@ -463,7 +471,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             hits[rule][c.part][0 if c.base_out.fail_ok else 1] += 1
     retire: dict[str, dict[str, Any]] = {}
     for r in RULES:
-        if r.step != "contradiction":
+        if args.no_rules or r.step != "contradiction":
             continue
         sub = [c for c in cases if c.verdict[1] == r.name]
         w = hand.with_values(retired=frozenset({r.name}))
