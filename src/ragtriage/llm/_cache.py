@@ -65,7 +65,7 @@ _CHUNK = 500  # stay well below SQLite's bound-parameter limit
 class CachedSample(BaseModel):
     """One stored sample. Token counts are what the original call cost (informational)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     text: str
     model: str = ""
@@ -77,7 +77,7 @@ class BatchFailureRecord(BaseModel):
     """A sample a batch answered with an error: the message, the HTTP status when there
     was one, and where it was read (``file:line``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     message: str
     status: int | None = None

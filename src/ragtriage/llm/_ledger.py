@@ -31,7 +31,7 @@ class PurposeStats(BaseModel):
     batch price.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     requests: int = 0
     calls: int = 0
@@ -56,7 +56,7 @@ class LedgerSummary(BaseModel):
     price a batch request costs; ``batch_estimates``: whether ``estimated_cost`` is at
     that price (a batch export) or the listed one (a dry run)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     by_purpose: dict[str, PurposeStats]
     total: PurposeStats

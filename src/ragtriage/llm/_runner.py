@@ -76,7 +76,7 @@ FailureKind = Literal[
 class LLMFailure(BaseModel):
     """Why an LLM step produced nothing; callers record the step as ``undetermined``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     reason: str
     kind: FailureKind

@@ -27,7 +27,7 @@ Verdict = Literal["supported", "not_supported", "contradicted"]
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class ClaimVerdict(_Frozen):

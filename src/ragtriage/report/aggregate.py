@@ -58,7 +58,7 @@ _TOP_PAIRS = 10
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class AnswerTotals(_Frozen):
