@@ -4,6 +4,7 @@ the LLM judge against the local HTTP server, and ``ragtriage evaluate``."""
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,29 @@ def test_lexical_metrics_en_and_zh() -> None:
     # an empty answer overlaps nothing: a real 0; a reference without tokens: no score
     assert token_f1("", "x") == 0.0 and rouge_l("。", "x") == 0.0
     assert token_f1("x", "") is None and rouge_l("x", "。") is None
+
+
+def _lcs_table(a: list[str], b: list[str]) -> int:
+    """The textbook dynamic programme, to check the bit-parallel LCS against."""
+    table = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for i, x in enumerate(a):
+        for j, y in enumerate(b):
+            table[i + 1][j + 1] = (
+                table[i][j] + 1 if x == y else max(table[i][j + 1], table[i + 1][j])
+            )
+    return table[-1][-1]
+
+
+def test_rouge_l_lcs_equals_the_dynamic_programme() -> None:
+    from ragtriage.metrics._lexical import _lcs
+
+    rng = random.Random(7)
+    for _ in range(3000):
+        alphabet = "abcdefg"[: rng.randint(1, 7)]
+        a = [rng.choice(alphabet) for _ in range(rng.randint(0, 25))]
+        b = [rng.choice(alphabet) for _ in range(rng.randint(0, 90))]  # > 64 bits too
+        assert _lcs(a, b) == _lcs_table(a, b), (a, b)
+    assert _lcs(list("上海市浦东新区"), list("浦东新区在上海")) == 4
 
 
 def test_position_weighted_precision_and_recall() -> None:
