@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from diag_helpers import make_trace
@@ -27,6 +29,7 @@ from ragtriage.metrics import (
     evaluate_answers,
     exact_match,
     faithfulness,
+    prefetch_embeddings,
     rouge_l,
     token_f1,
 )
@@ -154,6 +157,40 @@ def _traces() -> list[Trace]:
             )
         )
     return out
+
+
+class _Recording(HashEmbedder):
+    """The hashing embedder, noting each batch it is asked for."""
+
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        self.calls.append(list(texts))
+        return super().embed(texts)
+
+
+def test_prefetched_embeddings_score_the_same() -> None:
+    traces = _traces()
+    plain = evaluate_answers(traces, OfflineJudge(EMB), EMB, resamples=50)
+    inner = _Recording()
+    pre = prefetch_embeddings(traces, inner)
+    try:
+        again = evaluate_answers(traces, OfflineJudge(pre), pre, resamples=50)
+        direct = pre.embed(["not prefetched", traces[0].answer, "not prefetched"])
+    finally:
+        pre.close()
+    assert json.dumps(again, sort_keys=True) == json.dumps(plain, sort_keys=True)
+    assert pre.name == EMB.name and pre.dim == 64
+    # queries, answers and ground truths once, in the background; the rest on demand
+    (first,) = [c for c in inner.calls if traces[0].answer in c]  # one slice (< 256 texts)
+    assert len(first) == len(set(first))
+    assert {t.answer for t in traces} <= set(first) and traces[0].example.query in first
+    assert inner.calls[-1] == ["not prefetched"]
+    np.testing.assert_array_equal(direct[1], EMB.embed([traces[0].answer])[0])
+    np.testing.assert_array_equal(direct[0], direct[2])
+    assert pre.embed([]).shape == (0, 64)
 
 
 def _write(path: Path, traces: list[Trace]) -> Path:
