@@ -239,7 +239,9 @@ class MiniLMEmbedder:
     answers stays small (attention grows with the square of the length) while short
     questions go many at a time. The weights are int8 but the arithmetic is float32:
     a text's vector does not depend on the batch it ran in (tested), so the batching
-    is a matter of speed only. ``threads`` 0: one intra-op thread per usable CPU.
+    is a matter of speed only. ``threads`` (0: the usable CPUs) batches run at once, each
+    on one thread: no thread hand-offs inside a batch (measured: ~8 % less CPU than two
+    intra-op threads, and the cores stay busy through the small operators).
     """
 
     name = "minilm-l6-v2-int8"
@@ -264,9 +266,11 @@ class MiniLMEmbedder:
         tok.enable_truncation(max_length=max_length)
         tok.no_padding()  # the file pads to 128; batches are padded here, to their longest
         self._tok = tok
-        opts = ort.SessionOptions()
         # onnxruntime's default counts the machine's cores, not the ones this process may use
-        opts.intra_op_num_threads = threads if threads > 0 else usable_cpus()
+        self.workers = threads if threads > 0 else usable_cpus()
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = 1  # parallel across batches (``embed``), not inside one
+        opts.inter_op_num_threads = 1
         opts.log_severity_level = 3
         # no busy-waiting worker threads: on a shared, small CPU spinning costs more than
         # it saves (measured: ~3x faster with 2 threads under load)
@@ -325,8 +329,18 @@ class MiniLMEmbedder:
             return _empty(self.dim)
         rows = [e.ids for e in self._tok.encode_batch(list(texts))]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        for idx in self.batches([len(r) for r in rows]):
-            out[idx] = self._batch([rows[i] for i in idx])
+        batches = self.batches([len(r) for r in rows])
+        if self.workers == 1 or len(batches) == 1:
+            for idx in batches:
+                out[idx] = self._batch([rows[i] for i in idx])
+            return out
+        # the session runs concurrent calls; each releases the GIL while it computes
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(self.workers, thread_name_prefix="ragtriage-minilm") as pool:
+            done = pool.map(lambda idx: self._batch([rows[i] for i in idx]), batches)
+            for idx, vecs in zip(batches, done, strict=True):
+                out[idx] = vecs
         return out
 
 
