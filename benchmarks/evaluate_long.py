@@ -1,7 +1,7 @@
 """Wall time of ``ragtriage evaluate`` (offline judge) on 560 long answers.
 
 Run: .venv/bin/python benchmarks/evaluate_long.py [--answers 560] [--embedder minilm]
-     [--cores 2] [--keep DIR] [--phases]
+     [--cores 2] [--keep DIR] [--phases] [--compare OLD/scores.jsonl]
 
 The set: 280 questions (half English, half Chinese) with a ground truth of four to six
 sentences and five context chunks, each answered twice (two pipelines, as in a pairwise
@@ -15,7 +15,9 @@ metric -- faithfulness, answer relevancy, context precision/recall, answer corre
 the lexical scores, semantic similarity --, writing), the load average before and after,
 and the CPUs the process may use (``--cores N`` pins it to the first N with
 ``sched_setaffinity``, to measure "2 cores" on a larger machine). ``--phases`` also times
-the library phases in this process. Target (issue 28): under 60 s for 560 answers on 2
+the library phases in this process. ``--compare`` checks the per-answer scores against an
+earlier run's ``scores.jsonl`` (``--keep``): the largest absolute difference of each metric
+and the answers whose claim verdicts differ (a speed change should leave them equal). Target (issue 28): under 60 s for 560 answers on 2
 cores. No assertions.
 """
 
@@ -180,6 +182,7 @@ def main() -> None:
     ap.add_argument("--cores", type=int, default=0, help="pin to the first N CPUs (0: all)")
     ap.add_argument("--keep", type=Path, default=None, help="write the traces and scores here")
     ap.add_argument("--phases", action="store_true", help="also time the library phases")
+    ap.add_argument("--compare", type=Path, default=None, help="an earlier scores.jsonl")
     args = ap.parse_args()
     if args.cores:
         os.sched_setaffinity(0, set(sorted(os.sched_getaffinity(0))[: args.cores]))
@@ -210,14 +213,17 @@ def main() -> None:
             print(proc.stdout[-3000:], proc.stderr[-3000:])
             raise SystemExit(proc.returncode)
         metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))["metrics"]
+        if args.compare is not None:
+            _compare(args.compare, out / "scores.jsonl")
     cpus = len(os.sched_getaffinity(0))
     print(
         f"{len(traces)} answers ({chars:,} characters: ~{words} words an English answer, "
         f"~{zh_chars} characters a Chinese one), embedder {args.embedder}, {cpus} CPUs usable"
     )
     print(
-        f"evaluate wall: {wall:.1f} s ({1000 * wall / len(traces):.0f} ms an answer); "
-        f"CPU {cpu:.1f} s (user + system, all threads)"
+        f"evaluate wall: {wall:.1f} s ({1000 * wall / len(traces):.0f} ms an answer, "
+        f"{len(traces) / wall:.1f} answers/s); CPU {cpu:.1f} s (user + system, all threads; "
+        f"{len(traces) / cpu:.1f} answers per CPU second)"
     )
     print(f"load average before {load0[0]:.2f}, after {load1[0]:.2f}")
     for name in ("faithfulness", "answer_correctness.f1", "f1", "semantic_similarity"):
@@ -225,6 +231,40 @@ def main() -> None:
         print(f"  {name}: mean {cell.get('mean')} (n={cell.get('n')})")
     if args.phases:
         _phases(traces, args.embedder)
+
+
+def _rows(path: Path) -> dict[str, dict[str, object]]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return {r["trace_id"]: r for r in map(json.loads, filter(None, lines))}
+
+
+def _compare(old_path: Path, new_path: Path) -> None:
+    """Per-answer scores of this run against an earlier one: max |difference| a metric."""
+    old, new = _rows(old_path), _rows(new_path)
+    if old.keys() != new.keys():
+        print(f"compare: different answers ({len(old)} before, {len(new)} now)")
+        return
+    diff: dict[str, float] = {}
+    kinds: dict[str, int] = {}
+    for tid, row in new.items():
+        before = old[tid]
+        if row.get("claims") != before.get("claims"):
+            kinds["claim verdicts"] = kinds.get("claim verdicts", 0) + 1
+        was, now = before["scores"], row["scores"]
+        assert isinstance(was, dict) and isinstance(now, dict)
+        for name in sorted(set(was) | set(now)):
+            a, b = was.get(name, {}).get("value"), now.get(name, {}).get("value")
+            if isinstance(a, float | int) and isinstance(b, float | int):
+                diff[name] = max(diff.get(name, 0.0), abs(float(a) - float(b)))
+            elif a != b:
+                kinds[name] = kinds.get(name, 0) + 1
+    changed = {n: d for n, d in diff.items() if d > 1e-6}
+    worst = max(diff.items(), key=lambda kv: kv[1], default=("-", 0.0))
+    print(
+        f"compare with {old_path}: {len(new)} answers, {len(diff)} metrics; "
+        f"max |difference| {worst[1]:.2g} ({worst[0]}); "
+        f"over 1e-6: {changed or 'none'}; other changes (answers): {kinds or 'none'}"
+    )
 
 
 def _phases(traces: list[Trace], embedder: str) -> None:

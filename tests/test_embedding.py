@@ -74,6 +74,36 @@ def test_minilm_batching_keeps_order_and_values(minilm: MiniLMEmbedder) -> None:
     assert minilm.embed([]).shape == (0, 384)
 
 
+def test_minilm_vector_does_not_depend_on_batch_mates(minilm: MiniLMEmbedder) -> None:
+    # batching is for speed only: a text's vector is the same alone, padded next to a
+    # long answer, or in batches cut by another token budget (the scores rely on it)
+    texts = [
+        "Revenue rose 13% in 2023 to $617 million.",
+        "公司营业收入增长13%，达到61亿元。" * 3,
+        " ".join(["The board approved a dividend of $9.27 per share."] * 12),
+        "Who took over?",
+    ]
+    alone = np.stack([minilm.embed([t])[0] for t in texts])
+    together = minilm.embed(texts)
+    other = MiniLMEmbedder(batch_size=2, max_batch_tokens=100_000, threads=1).embed(texts)
+    np.testing.assert_allclose(together, alone, atol=1e-6)
+    np.testing.assert_allclose(other, alone, atol=1e-6)
+
+
+def test_minilm_batches_respect_rows_and_token_budget() -> None:
+    emb = MiniLMEmbedder(batch_size=3, max_batch_tokens=100)
+    lengths = [10, 60, 5, 30, 12, 256, 8, 40]
+    batches = emb.batches(lengths)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    flat = [lengths[i] for b in batches for i in b]
+    assert flat == sorted(lengths)  # sorted by length: little padding
+    for b in batches:
+        assert len(b) <= 3
+        assert len(b) == 1 or max(lengths[i] for i in b) * len(b) <= 100
+    assert [256] in [[lengths[i] for i in b] for b in batches]  # an over-budget row runs alone
+    assert [[lengths[i] for i in b] for b in batches] == [[5, 8, 10], [12, 30], [40], [60], [256]]
+
+
 def test_minilm_truncates_long_inputs(minilm: MiniLMEmbedder) -> None:
     long = " ".join(["word"] * 2000)
     v = minilm.embed([long, long + " extra tail beyond the window"])

@@ -4,9 +4,12 @@ the LLM judge against the local HTTP server, and ``ragtriage evaluate``."""
 from __future__ import annotations
 
 import json
+import random
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from diag_helpers import make_trace
@@ -26,6 +29,7 @@ from ragtriage.metrics import (
     evaluate_answers,
     exact_match,
     faithfulness,
+    prefetch_embeddings,
     rouge_l,
     token_f1,
 )
@@ -45,6 +49,29 @@ def test_lexical_metrics_en_and_zh() -> None:
     # an empty answer overlaps nothing: a real 0; a reference without tokens: no score
     assert token_f1("", "x") == 0.0 and rouge_l("。", "x") == 0.0
     assert token_f1("x", "") is None and rouge_l("x", "。") is None
+
+
+def _lcs_table(a: list[str], b: list[str]) -> int:
+    """The textbook dynamic programme, to check the bit-parallel LCS against."""
+    table = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for i, x in enumerate(a):
+        for j, y in enumerate(b):
+            table[i + 1][j + 1] = (
+                table[i][j] + 1 if x == y else max(table[i][j + 1], table[i + 1][j])
+            )
+    return table[-1][-1]
+
+
+def test_rouge_l_lcs_equals_the_dynamic_programme() -> None:
+    from ragtriage.metrics._lexical import _lcs
+
+    rng = random.Random(7)
+    for _ in range(3000):
+        alphabet = "abcdefg"[: rng.randint(1, 7)]
+        a = [rng.choice(alphabet) for _ in range(rng.randint(0, 25))]
+        b = [rng.choice(alphabet) for _ in range(rng.randint(0, 90))]  # > 64 bits too
+        assert _lcs(a, b) == _lcs_table(a, b), (a, b)
+    assert _lcs(list("上海市浦东新区"), list("浦东新区在上海")) == 4
 
 
 def test_position_weighted_precision_and_recall() -> None:
@@ -130,6 +157,40 @@ def _traces() -> list[Trace]:
             )
         )
     return out
+
+
+class _Recording(HashEmbedder):
+    """The hashing embedder, noting each batch it is asked for."""
+
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        self.calls.append(list(texts))
+        return super().embed(texts)
+
+
+def test_prefetched_embeddings_score_the_same() -> None:
+    traces = _traces()
+    plain = evaluate_answers(traces, OfflineJudge(EMB), EMB, resamples=50)
+    inner = _Recording()
+    pre = prefetch_embeddings(traces, inner)
+    try:
+        again = evaluate_answers(traces, OfflineJudge(pre), pre, resamples=50)
+        direct = pre.embed(["not prefetched", traces[0].answer, "not prefetched"])
+    finally:
+        pre.close()
+    assert json.dumps(again, sort_keys=True) == json.dumps(plain, sort_keys=True)
+    assert pre.name == EMB.name and pre.dim == 64
+    # queries, answers and ground truths once, in the background; the rest on demand
+    (first,) = [c for c in inner.calls if traces[0].answer in c]  # one slice (< 256 texts)
+    assert len(first) == len(set(first))
+    assert {t.answer for t in traces} <= set(first) and traces[0].example.query in first
+    assert inner.calls[-1] == ["not prefetched"]
+    np.testing.assert_array_equal(direct[1], EMB.embed([traces[0].answer])[0])
+    np.testing.assert_array_equal(direct[0], direct[2])
+    assert pre.embed([]).shape == (0, 64)
 
 
 def _write(path: Path, traces: list[Trace]) -> Path:

@@ -231,9 +231,11 @@ def register(app: typer.Typer) -> None:
         from ragtriage.metrics import (
             LLMTraceJudge,
             OfflineJudge,
+            PrefetchingEmbedder,
             TraceJudge,
             evaluate_answers,
             extra_scores,
+            prefetch_embeddings,
         )
 
         if judge not in JUDGES:
@@ -269,6 +271,7 @@ def register(app: typer.Typer) -> None:
         if batch is not None and ex.is_ray:
             raise ConfigError("batch mode runs on the local executor", field="--executor")
         runner = None
+        prefetch: PrefetchingEmbedder | None = None
         the_judge: TraceJudge
         if use_llm:
             runner = (
@@ -288,6 +291,8 @@ def register(app: typer.Typer) -> None:
                 )
             if g_eval:
                 console.print("G-Eval needs an LLM judge: its rubrics stay undetermined offline")
+            if not ex.is_ray:  # the model embeds answers while the claims are checked
+                emb = prefetch = prefetch_embeddings(traces, emb)
             the_judge = OfflineJudge(emb)
         if ex.is_ray:
             if dry_run:
@@ -360,6 +365,8 @@ def register(app: typer.Typer) -> None:
         finally:
             if runner is not None:
                 runner.close()
+            if prefetch is not None:
+                prefetch.close()
         write_scores(out, rows, aggregate)
         _print(aggregate, console)
         _print_lowest(rows, console)

@@ -4,8 +4,9 @@ byte-identical output (values rounded to 6 decimals, keys sorted by the writer).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Final
 
 import numpy as np
@@ -23,9 +24,11 @@ from ragtriage.metrics._rag import (
 from ragtriage.records import Trace
 
 __all__ = [
+    "PrefetchingEmbedder",
     "aggregate_rows",
     "bootstrap_ci",
     "evaluate_answers",
+    "prefetch_embeddings",
     "reference_scores",
     "score_rows",
     "score_trace",
@@ -100,6 +103,63 @@ def _known_texts(traces: Sequence[Trace]) -> list[str]:
         if t.answer.strip() and t.example.answer.strip():
             out += [t.answer, t.example.answer]
     return out
+
+
+class PrefetchingEmbedder:
+    """An embedder that starts embedding known texts in a background thread at once, so
+    the model runs while the claim checks (pure Python) run in the caller's thread; the
+    model releases the GIL. ``embed`` serves those texts when their slice is done and
+    embeds any other text itself. One call into the wrapped embedder at a time (a lock:
+    the on-disk cache is not thread-safe). The texts go in slices of ``chunk``, so
+    :meth:`close` (after an error) waits for one slice only. A text's vector must not
+    depend on the batch it ran in (true of the bundled MiniLM: float32 arithmetic, tested).
+    """
+
+    def __init__(self, inner: Embedder, texts: Sequence[str], *, chunk: int = 256) -> None:
+        self.inner = inner
+        self.name = getattr(inner, "name", "embedder")
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragtriage-embed")
+        self._slot: dict[str, tuple[Future[Any], int]] = {}
+        unique = list(dict.fromkeys(texts))
+        for start in range(0, len(unique), max(1, chunk)):
+            part = unique[start : start + max(1, chunk)]
+            fut = self._pool.submit(self._run, part)
+            for i, t in enumerate(part):
+                self._slot[t] = (fut, i)
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def _run(self, texts: list[str]) -> Any:
+        with self._lock:
+            return np.asarray(self.inner.embed(texts), dtype=np.float32)
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        missing = [t for t in dict.fromkeys(texts) if t not in self._slot]
+        fresh = dict(zip(missing, self._run(missing), strict=True)) if missing else {}
+        rows = []
+        for t in texts:
+            if t in fresh:
+                rows.append(fresh[t])
+            else:
+                fut, i = self._slot[t]
+                rows.append(fut.result()[i])
+        return np.stack(rows).astype(np.float32, copy=False)
+
+    def close(self) -> None:
+        """Drop the slices not started; wait for the one running."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def prefetch_embeddings(traces: Sequence[Trace], embedder: Embedder) -> PrefetchingEmbedder:
+    """``embedder`` wrapped to embed, in the background from now on, the texts
+    :func:`evaluate_answers` will need whatever the judgements (queries, answers and
+    ground truths); pass the wrapper to the scoring calls, then ``close()`` it."""
+    return PrefetchingEmbedder(embedder, _known_texts(traces))
 
 
 def _texts_to_embed(traces: Sequence[Trace], judgements: Sequence[TraceJudgements]) -> list[str]:
