@@ -53,9 +53,7 @@ def test_the_registrys_type_votes_are_the_files() -> None:
         assert r.types == tuple((ErrorType(t), w) for t, w in votes[r.name].items()), r.name
     # the hand-set votes moved here from rules.py: 16 rules vote, each for one type
     assert sum(1 for r in RULES if r.types) == 16
-    assert dict(next(r for r in RULES if r.name == "impossible_date").types) == {
-        ErrorType.E16: 0.7
-    }
+    assert dict(next(r for r in RULES if r.name == "impossible_date").types) == {ErrorType.E16: 0.7}
 
 
 def test_the_configs_threshold_defaults_are_the_files() -> None:
@@ -124,8 +122,8 @@ def test_a_diagnosis_reads_the_weights_in_force() -> None:
         error_type, evidence = _diagnose_case()
     assert error_type is ErrorType.E13
     assert any(
-        e.startswith(f"E13 {ErrorType.E13.title} (") and "answer evaluation: the answer states a "
-        "date no calendar has" in e
+        e.startswith(f"E13 {ErrorType.E13.title} (")
+        and "answer evaluation: the answer states a date no calendar has" in e
         for e in evidence
     )
     assert active_weights() is shipped_weights()

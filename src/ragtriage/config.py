@@ -53,7 +53,9 @@ __all__ = [
 class _Cfg(BaseModel):
     # NaN or infinity in a config (a temperature of .nan in YAML) would end up in every
     # manifest as invalid JSON
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, strict=True, defer_build=True)
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", allow_inf_nan=False, strict=True, defer_build=True
+    )
 
 
 class LLMConfig(_Cfg):
