@@ -35,7 +35,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from _llm_batch import add_batch_arguments, open_llm  # noqa: E402
 from ragtriage.calibrate.preference import (  # noqa: E402
     ASPECTS,
     PreferencePair,
@@ -194,20 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--resamples", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None, help="write the table as JSON")
-    ap.add_argument(
-        "--llm-batch-out",
-        type=Path,
-        default=None,
-        help="--llm in batch mode: export the requests the cache lacks to DIR/requests.jsonl "
-        "and stop; answer them, then run again with --llm-batch-in (docs/batch.md).",
-    )
-    ap.add_argument(
-        "--llm-batch-in",
-        type=Path,
-        action="append",
-        default=[],
-        help="Batch API output file to import into the LLM cache first (repeatable).",
-    )
+    add_batch_arguments(ap, "--llm")
     args = ap.parse_args(argv)
     batch = None
     try:
@@ -218,26 +207,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         emb = make_embedder(EmbeddingConfig(model=args.embedder))
         runner = None
         if args.llm:
-            from ragtriage.cli.diagnose import _config, _runner
+            from ragtriage.cli.diagnose import _config
 
             cfg = _config(args.config, args.base_url, args.model, None)
             cfg = cfg.model_copy(update={"llm": cfg.llm.with_env()})
-            if args.llm_batch_out or args.llm_batch_in:
-                from ragtriage.llm import BatchSession
-
-                batch = BatchSession(
-                    cfg.llm,
-                    out_dir=args.llm_batch_out,
-                    inputs=args.llm_batch_in,
-                    cache_path=args.cache,
-                    log=lambda line: print(line, file=sys.stderr),
-                )
-                batch.start()
-            runner = (
-                batch.runner()
-                if batch is not None and batch.exporting
-                else _runner(cfg, dry_run=False, no_cache=False, cache=args.cache)
-            )
+            runner, batch = open_llm(cfg, args)
         elif args.llm_batch_out or args.llm_batch_in:
             print("error: --llm-batch-out/--llm-batch-in need --llm", file=sys.stderr)
             return 2

@@ -41,7 +41,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from _llm_batch import add_batch_arguments, open_llm  # noqa: E402
 from ragtriage.metrics._entail import Premise, check_claims  # noqa: E402
 
 DEFAULT_SET = ROOT / "benchmarks" / "data" / "claims" / "faithfulness_claims.jsonl"
@@ -159,8 +161,7 @@ def main() -> None:
     ap.add_argument("--base-url", default=None)
     ap.add_argument("--model", default=None)
     ap.add_argument("--cache", type=Path, default=None, help="LLM cache file")
-    ap.add_argument("--llm-batch-out", type=Path, default=None)
-    ap.add_argument("--llm-batch-in", type=Path, action="append", default=[])
+    add_batch_arguments(ap, "--llm")
     args = ap.parse_args()
     rows = [
         json.loads(line)
@@ -218,26 +219,11 @@ def _misses(rows: list[dict[str, Any]]) -> None:
 
 
 def _llm_main(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
-    from ragtriage.cli.diagnose import _config, _runner
-    from ragtriage.llm import BatchSession
+    from ragtriage.cli.diagnose import _config
 
     cfg = _config(args.config, args.base_url, args.model, None)
     cfg = cfg.model_copy(update={"llm": cfg.llm.with_env()})
-    batch = None
-    if args.llm_batch_out or args.llm_batch_in:
-        batch = BatchSession(
-            cfg.llm,
-            out_dir=args.llm_batch_out,
-            inputs=args.llm_batch_in,
-            cache_path=args.cache,
-            log=lambda line: print(line, file=sys.stderr),
-        )
-        batch.start()
-    runner = (
-        batch.runner()
-        if batch is not None and batch.exporting
-        else _runner(cfg, dry_run=False, no_cache=False, cache=args.cache)
-    )
+    runner, batch = open_llm(cfg, args)
     try:
         base = [{k: v for k, v in r.items() if k not in ("predicted", "reason")} for r in rows]
         faith, geval = llm_rows(base, runner)

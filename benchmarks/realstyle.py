@@ -31,10 +31,12 @@ from typing import Any, cast
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from _llm_batch import add_batch_arguments, open_llm  # noqa: E402
 from ragtriage.calibrate.agreement import (  # noqa: E402
     AgreementReport,
     HumanLabel,
@@ -43,7 +45,7 @@ from ragtriage.calibrate.agreement import (  # noqa: E402
     labels_of_split,
     read_labels,
 )
-from ragtriage.cli.diagnose import _runner, read_traces  # noqa: E402
+from ragtriage.cli.diagnose import read_traces  # noqa: E402
 from ragtriage.config import load_config  # noqa: E402
 from ragtriage.diagnosis.confidence import ConfidenceTable, with_confidence  # noqa: E402
 from ragtriage.diagnosis.engine import JUDGES, Diagnoser, Judge  # noqa: E402
@@ -317,20 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--confidence-table", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None, help="Write every figure here.")
     ap.add_argument("--show-misses", action="store_true")
-    ap.add_argument(
-        "--llm-batch-out",
-        type=Path,
-        default=None,
-        help="LLM judge in batch mode: export the requests the cache lacks to DIR/requests.jsonl "
-        "and stop; answer them, then run again with --llm-batch-in (docs/batch.md).",
-    )
-    ap.add_argument(
-        "--llm-batch-in",
-        type=Path,
-        action="append",
-        default=[],
-        help="Batch API output file to import into the LLM cache first (repeatable).",
-    )
+    add_batch_arguments(ap, "LLM judge")
     args = ap.parse_args(argv)
     console = Console() if sys.stdout.isatty() else Console(width=160)
     runner: LLMRunner | None = None
@@ -339,22 +328,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parts = load_parts(args.root, args.part, args.split)
         cfg = load_config(args.config)
         table = ConfidenceTable.load(args.confidence_table) if args.confidence_table else None
-        if args.judge == "llm" and (args.llm_batch_out or args.llm_batch_in):
-            batch = BatchSession(
-                cfg.llm,
-                out_dir=args.llm_batch_out,
-                inputs=args.llm_batch_in,
-                cache_path=args.cache,
-                log=lambda line: print(line, file=sys.stderr),
-            )
-            batch.start()
-            runner = (
-                batch.runner()
-                if batch.exporting
-                else _runner(cfg, dry_run=False, no_cache=args.no_cache, cache=args.cache)
-            )
-        elif args.judge == "llm":
-            runner = _runner(cfg, dry_run=False, no_cache=args.no_cache, cache=args.cache)
+        if args.judge == "llm":
+            runner, batch = open_llm(cfg, args, no_cache=args.no_cache)
+        elif args.llm_batch_out or args.llm_batch_in:
+            raise InputError("the rules judge calls no LLM", field="--llm-batch-out")
     except RagtriageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -80,10 +80,12 @@ def open_batch(
     no_cache: bool = False,
     dry_run: bool = False,
     uses_llm: bool = True,
+    log: Callable[[str], None] = typer.echo,
 ) -> BatchSession | None:
     """Import ``--llm-batch-in`` files (and a submitted batch left in flight) into the
     cache; the session when ``--llm-batch-out`` asks for batch mode, else ``None`` (the
-    command calls the endpoint as usual, from the cache first)."""
+    command calls the endpoint as usual, from the cache first). ``log`` gets the session's
+    lines (the benchmark scripts send them to stderr)."""
     files = list(inputs or [])
     if out is None and not files and not submit and not retry_failed:
         return None
@@ -110,7 +112,7 @@ def open_batch(
         submit=submit,
         retry_failed=retry_failed,
         cache_path=cache,
-        log=typer.echo,
+        log=log,
     )
     session.start()
     return session if session.exporting else None
