@@ -28,6 +28,7 @@ __all__ = [
     "file_lock",
     "iter_json_lines",
     "read_done_ids",
+    "read_json_object",
     "read_records",
     "record_json",
     "scan_done_ids",
@@ -45,6 +46,24 @@ def _json_error_message(exc: json.JSONDecodeError) -> str:
     # json's messages for some errors end in "at" ("Invalid control character at"):
     # drop it so the location reads once, "... at column 12".
     return f"not valid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}"
+
+
+def read_json_object(path: str | Path, what: str) -> dict[str, Any]:
+    """A JSON file holding one object (a run manifest, a weights or confidence table);
+    ``what`` names it in the error when the file cannot be read, is not JSON (with the
+    line) or holds something else than an object. A UTF-8 BOM is skipped."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise InputError(f"cannot read {what}: {exc.strerror}", path=str(p)) from exc
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg}", path=str(p), line=exc.lineno) from exc
+    if not isinstance(raw, dict):
+        raise InputError("expected a JSON object", path=str(p))
+    return raw
 
 
 def _parse_line(text: str, path: str, lineno: int) -> dict[str, Any] | None:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ragtriage.errors import InputError
+from ragtriage.jsonl import read_json_object
 
 __all__ = [
     "DIAGNOSES",
@@ -78,16 +79,7 @@ class RunDir:
 
 def read_manifest(path: Path) -> dict[str, Any]:
     """A run's ``manifest.json``: a JSON object with a non-empty ``run_id``."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read run manifest: {exc.strerror}", path=str(path)) from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", path=str(path), line=exc.lineno) from exc
-    if not isinstance(data, dict):
-        raise InputError("expected a JSON object", path=str(path))
+    data = read_json_object(path, "run manifest")
     run_id = data.get("run_id")
     if not isinstance(run_id, str) or not run_id.strip():
         raise InputError("missing or empty run id", path=str(path), field="run_id")

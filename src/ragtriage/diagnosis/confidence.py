@@ -44,6 +44,7 @@ from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis.rules import RULES
 from ragtriage.diagnosis.stage import gt_flow
 from ragtriage.errors import InputError
+from ragtriage.jsonl import read_json_object
 from ragtriage.records import Diagnosis, Trace
 
 __all__ = [
@@ -109,16 +110,7 @@ class ConfidenceTable:
 
     @classmethod
     def load(cls, path: str | Path) -> ConfidenceTable:
-        p = Path(path)
-        try:
-            raw = json.loads(p.read_text(encoding="utf-8-sig"))
-        except OSError as exc:
-            raise InputError(f"cannot read confidence table: {exc.strerror}", path=str(p)) from exc
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON: {exc.msg}", path=str(p), line=exc.lineno) from exc
-        if not isinstance(raw, dict):
-            raise InputError("expected a JSON object", path=str(p))
-        return cls.from_dict(raw, path=str(p))
+        return cls.from_dict(read_json_object(path, "confidence table"), path=str(path))
 
     def to_dict(self) -> dict[str, Any]:
         return {

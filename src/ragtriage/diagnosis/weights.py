@@ -43,6 +43,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from ragtriage.errors import InputError
+from ragtriage.jsonl import read_json_object
 
 __all__ = [
     "ANSWER_THRESHOLDS",
@@ -152,16 +153,7 @@ class Weights:
     @classmethod
     def load(cls, path: str | Path) -> Weights:
         """Weights from a JSON file of the shipped file's shape."""
-        p = Path(path)
-        try:
-            raw = json.loads(p.read_text(encoding="utf-8-sig"))
-        except OSError as exc:
-            raise InputError(f"cannot read weights: {exc.strerror}", path=str(p)) from exc
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON: {exc.msg}", path=str(p), line=exc.lineno) from exc
-        if not isinstance(raw, dict):
-            raise InputError("expected a JSON object", path=str(p))
-        return cls.from_dict(raw, path=str(p))
+        return cls.from_dict(read_json_object(path, "weights"), path=str(path))
 
     def to_dict(self) -> dict[str, Any]:
         return {
