@@ -20,7 +20,7 @@ The logic lives in :mod:`ragtriage.llm._batch`; this module parses the options.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -30,7 +30,7 @@ from ragtriage.errors import ConfigError
 
 if TYPE_CHECKING:
     from ragtriage.config import LLMConfig
-    from ragtriage.llm import BatchSession
+    from ragtriage.llm import BatchSession, LLMRunner
 
 __all__ = [
     "BATCH_IN",
@@ -42,6 +42,7 @@ __all__ = [
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 BATCH_OUT: Any = typer.Option(
     None,
@@ -135,3 +136,23 @@ def batch_rounds(fn: F) -> F:
                 typer.echo(f"batch round {rounds} imported; running again")
 
     return wrapper  # type: ignore[return-value]
+
+
+def run_closing(runner: LLMRunner | None, work: Callable[[], Awaitable[T]]) -> T:
+    """``work()`` run to the end on a fresh event loop, then ``runner`` (when there is
+    one) closed, its async side inside the loop and its sync side after it, whatever
+    happened."""
+    from ragtriage.llm import run_sync
+
+    async def go() -> T:
+        try:
+            return await work()
+        finally:
+            if runner is not None:
+                await runner.aclose()
+
+    try:
+        return run_sync(go())
+    finally:
+        if runner is not None:
+            runner.close()

@@ -15,6 +15,7 @@ from ragtriage.cli._batch import (
     BATCH_SUBMIT,
     batch_rounds,
     open_batch,
+    run_closing,
 )
 from ragtriage.errors import InputError
 
@@ -134,17 +135,7 @@ def register(app: typer.Typer) -> None:
                     else _runner(cfg, dry_run=False, no_cache=False, cache=cache)
                 )
                 critic = LLMCritic(runner, model=cfg.llm.with_env().model or "")
-
-                async def go() -> list[CriticVerdict]:
-                    try:
-                        return await critic.judge(inputs)
-                    finally:
-                        await runner.aclose()
-
-                try:
-                    preds = list(run_sync(go()))
-                finally:
-                    runner.close()
+                preds = list(run_closing(runner, lambda: critic.judge(inputs)))
                 if batch is not None and batch.finish():
                     return
             else:

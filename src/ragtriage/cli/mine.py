@@ -20,6 +20,7 @@ from ragtriage.cli._batch import (
     BATCH_SUBMIT,
     batch_rounds,
     open_batch,
+    run_closing,
 )
 
 if TYPE_CHECKING:  # the records load with the command, not with the CLI
@@ -137,28 +138,20 @@ def register(app: typer.Typer) -> None:
         if on == "analyses":
             from ragtriage.critic import AnalysisMining, mine_run_analyses
 
-            async def go_analyses() -> AnalysisMining:
-                try:
-                    return await mine_run_analyses(
-                        traces,
-                        diagnoses,
-                        verdicts,
-                        embedder,
-                        rationales=rationales or [],
-                        n_clusters=clusters,
-                        threshold=new_below,
-                        runner=runner,
-                        model=llm_model,
-                    )
-                finally:
-                    if runner is not None:
-                        await runner.aclose()
-
-            try:
-                mining = run_sync(go_analyses())
-            finally:
-                if runner is not None:
-                    runner.close()
+            mining: AnalysisMining = run_closing(
+                runner,
+                lambda: mine_run_analyses(
+                    traces,
+                    diagnoses,
+                    verdicts,
+                    embedder,
+                    rationales=rationales or [],
+                    n_clusters=clusters,
+                    threshold=new_below,
+                    runner=runner,
+                    model=llm_model,
+                ),
+            )
             if batch is not None and batch.finish():
                 return
             atomic_write_text(
@@ -176,26 +169,18 @@ def register(app: typer.Typer) -> None:
             )
             return
 
-        async def go() -> MinedTaxonomy:
-            try:
-                return await mine_runs(
-                    traces,
-                    diagnoses,
-                    embedder,
-                    n_clusters=clusters or 20,
-                    alpha=alpha,
-                    runner=runner,
-                    model=llm_model,
-                )
-            finally:
-                if runner is not None:
-                    await runner.aclose()
-
-        try:
-            taxonomy = run_sync(go())
-        finally:
-            if runner is not None:
-                runner.close()
+        taxonomy: MinedTaxonomy = run_closing(
+            runner,
+            lambda: mine_runs(
+                traces,
+                diagnoses,
+                embedder,
+                n_clusters=clusters or 20,
+                alpha=alpha,
+                runner=runner,
+                model=llm_model,
+            ),
+        )
         if batch is not None and batch.finish():
             return
         atomic_write_text(
