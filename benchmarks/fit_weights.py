@@ -44,7 +44,7 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -125,10 +125,8 @@ class Tally:
 
     def add(self, o: Outcome) -> None:
         self.n += 1
-        for f in ("fail_n", "fail_ok", "false_fail", "not_failing", "stage_n", "stage_ok"):
-            setattr(self, f, getattr(self, f) + getattr(o, f))
-        self.type_n += o.type_n
-        self.type_ok += o.type_ok
+        for f in fields(Outcome):
+            setattr(self, f.name, getattr(self, f.name) + getattr(o, f.name))
         self.score += o.score
 
 
