@@ -544,6 +544,17 @@ async def critique_traces(
         raise ValueError(f"unknown critic {critic!r}")
     if not reference:
         return await ReferenceFreeCritic().judge(inputs)
+    by_id = await rules_diagnoses(traces, diagnoses, config)
+    return [verdict_of_diagnosis(by_id[t.example.example_id]) for t in traces]
+
+
+async def rules_diagnoses(
+    traces: Sequence[Trace],
+    diagnoses: Sequence[Diagnosis] | None = None,
+    config: DiagnosisConfig | None = None,
+) -> dict[str, Diagnosis]:
+    """Each trace's gold-answer rules diagnosis by example id: ``diagnoses`` where they
+    cover a trace, the rules judge (RAGEC strategy) for the others."""
     by_id = {d.example_id: d for d in diagnoses or ()}
     todo = [t for t in traces if t.example.example_id not in by_id]
     if todo:
@@ -552,4 +563,4 @@ async def critique_traces(
         cfg = config if config is not None else DiagnosisConfig()
         for d in await Diagnoser("rules", "ragec", cfg, None).diagnose_many(todo, 8):
             by_id[d.example_id] = d
-    return [verdict_of_diagnosis(by_id[t.example.example_id]) for t in traces]
+    return by_id

@@ -135,16 +135,13 @@ async def grounded_verdicts(
     the gold-answer rules verdicts with their analyses rewritten by
     :func:`prompt_analysis`; and the reference-free critic's verdicts on the same inputs
     (the hard negatives of :func:`dpo_records`)."""
-    from ragtriage.config import DiagnosisConfig
-    from ragtriage.critic._critic import ReferenceFreeCritic, verdict_of_diagnosis
-    from ragtriage.diagnosis.engine import Diagnoser
+    from ragtriage.critic._critic import (
+        ReferenceFreeCritic,
+        rules_diagnoses,
+        verdict_of_diagnosis,
+    )
 
-    by_id = {d.example_id: d for d in diagnoses or ()}
-    todo = [t for t in traces if t.example.example_id not in by_id]
-    if todo:
-        cfg = config if config is not None else DiagnosisConfig()
-        for d in await Diagnoser("rules", "ragec", cfg, None).diagnose_many(todo, 8):
-            by_id[d.example_id] = d
+    by_id = await rules_diagnoses(traces, diagnoses, config)
     inputs = [CriticInput.from_trace(t, reference=False) for t in traces]
     free = await ReferenceFreeCritic().judge(inputs)
     labels: list[CriticVerdict] = []
