@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import random
 import sys
 import time
 from collections import Counter
@@ -34,7 +33,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from critic_mining import _baseline  # noqa: E402  (the shuffled-labels baseline)
 from ragtriage.calibrate.agreement import read_labels  # noqa: E402
 from ragtriage.cli.diagnose import read_traces  # noqa: E402
 from ragtriage.config import EmbeddingConfig  # noqa: E402
@@ -62,17 +63,6 @@ def _taxonomy_hits(names: list[str]) -> tuple[int, int]:
     exact = sum(n.casefold() in tax for n in names)
     contains = sum(any(t in n.casefold() for t in tax) for n in names)
     return exact, contains
-
-
-def _shuffled(labels: list[int], truth: list[str]) -> tuple[float, float]:
-    rng = random.Random(0)
-    ps, ns = [], []
-    for _ in range(20):
-        s = list(labels)
-        rng.shuffle(s)
-        ps.append(purity(s, truth))
-        ns.append(nmi(s, truth))
-    return sum(ps) / 20, sum(ns) / 20
 
 
 async def _collect(
@@ -147,7 +137,7 @@ def main() -> None:
     ]
     if lab:
         labels, truth = [c for c, _ in lab], [t for _, t in lab if t]
-        bp, bn = _shuffled(labels, truth)
+        bp, bn = _baseline(labels, truth)
         print(
             f"labels' analyses ({len(lab)}) against the annotators' first type: purity "
             f"{purity(labels, truth):.3f}, NMI {nmi(labels, truth):.3f} | shuffled "
