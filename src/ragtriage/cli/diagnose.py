@@ -243,7 +243,7 @@ async def _diagnose(
     """Diagnose ``todo``; the LLM runner's pool is closed on this same loop at the end."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    err = Console(stderr=True)
+    err = Console(stderr=True, highlight=False)
     columns = (
         TextColumn("diagnosing"),
         BarColumn(),
@@ -536,7 +536,7 @@ def register(app: typer.Typer) -> None:
             if judge == "llm"
             else None
         )
-        console = Console()
+        console = Console(highlight=False)
         try:
             traces = read_traces(traces_path)
             out_dir = out if out is not None else default_out
