@@ -12,12 +12,12 @@ from rich.table import Table
 from ragtriage.records import ERROR_TYPE_NAMES, Stage
 from ragtriage.report._fmt import fmt_delta, fmt_float, fmt_int, fmt_pct
 from ragtriage.report.aggregate import Summary, share
-from ragtriage.report.compare import Comparison
 
 if TYPE_CHECKING:
     from ragtriage.calibrate.agreement import AgreementReport, Confusion, KappaResult
     from ragtriage.metrics.calibration import Reliability
     from ragtriage.records import Diagnosis
+    from ragtriage.report.compare import Comparison
     from ragtriage.report.metrics_view import RunMetrics
     from ragtriage.store import RunInfo, TrendRow
 
