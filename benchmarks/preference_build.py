@@ -2,7 +2,11 @@
 
 ::
 
-    .venv/bin/python benchmarks/preference_build.py --out benchmarks/data/preference/pairs.jsonl
+    .venv/bin/python benchmarks/preference_build.py --out benchmarks/data/preference/pairs.jsonl \
+        --parts nat1 nat2 nat3 nat4
+    # the held-out second set (built after the first set's scores were seen)
+    .venv/bin/python benchmarks/preference_build.py --out benchmarks/data/preference2/pairs.jsonl \
+        --parts nat5 nat6 nat7 nat8 --seed 1
 
 For every natural-answer trace (benchmarks/data/natural/*/traces.jsonl) the pair is the
 capable model's answer (the trace's answer) and the answer of ragtriage's offline
@@ -42,10 +46,13 @@ async def _extractive(traces: list[Trace]) -> list[str]:
     return out
 
 
-def build(seed: int = 0) -> list[dict[str, object]]:
+def build(seed: int = 0, parts: list[str] | None = None) -> list[dict[str, object]]:
+    """The pairs of ``parts`` (default: every part with traces), coins seeded by ``seed``."""
     rng = random.Random(seed)
     rows: list[dict[str, object]] = []
     for part in sorted(p for p in ROOT.iterdir() if (p / "traces.jsonl").is_file()):
+        if parts is not None and part.name not in parts:
+            continue
         traces = list(read_records(part / "traces.jsonl", Trace))
         other = asyncio.run(_extractive(traces))
         for t, ext in zip(traces, other, strict=True):
@@ -73,8 +80,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--parts", nargs="+", default=None, help="only these parts (default: all with traces)"
+    )
     args = ap.parse_args()
-    rows = build(args.seed)
+    rows = build(args.seed, args.parts)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     write_jsonl(args.out, rows)
     same = sum(1 for r in rows if r["answer_a"] == r["answer_b"])
