@@ -157,10 +157,52 @@ def test_en_questions_move_the_slot_and_drop_the_rest(
         "2021 was a year of recovery.",  # no verb pattern
         "The auditors noticed that payments had been made on 9 January 2019.",  # subordinate
         "This is the first dividend since the company suspended payments in March 2020.",
+        # the counted noun measures something else, the number goes on, or it is a rate
+        "The company sold 61,700 metres of the fabric during that period.",
+        "The company took 2 hours and 5 minutes to respond.",
+        "The company hired 30 engineers a month in 2021.",
     ],
 )
 def test_en_rejects_rather_than_emits_a_fragment(sentence: str) -> None:
     assert _qa(sentence, ORG) == []
+
+
+def test_count_questions_keep_a_whole_counted_noun() -> None:
+    assert _qa("Police found 1,400 pieces of furniture in the barn.", CASE) == []
+    assert _qa("The company closed 9 branches during the year.", ORG) == [
+        ("How many branches did Halvorsen Maritime Logistics ASA close?", "9")
+    ]
+
+
+def test_summary_answer_covers_the_section_it_asks_about() -> None:
+    """One question per section, answered with every sentence of the section (across
+    its chunks), so that the answer's scope is the question's."""
+    demo = load_demo()
+    chunks = corpus_chunks(demo.documents)
+    gen = OfflineGenerator(demo.documents, chunks)
+    drafts = [d for c in chunks for d in gen.drafts(c, "summary")]
+    assert len(drafts) >= 20
+    assert len({d.question for d in drafts}) == len(drafts)
+    by_id = {c.chunk_id: c for c in chunks}
+    multi = 0
+    for d in drafts:
+        parts = [by_id[i] for i in d.chunk_ids]
+        section = {c.metadata.get("section") for c in parts}
+        assert len(section) == 1 and f"{section.pop()}" in d.question
+        same = [
+            c
+            for c in chunks
+            if c.doc_id == d.doc_id and c.metadata.get("section") == parts[0].metadata["section"]
+        ]
+        assert [c.chunk_id for c in same] == list(d.chunk_ids)
+        multi += len(parts) > 1
+        for c in parts:
+            for line in c.text.splitlines():
+                if line.strip() and not line.startswith("#"):
+                    assert line.strip() in d.answer
+                    assert line.strip() in d.context
+        assert all(r in d.answer for r in d.references)
+    assert multi >= 3
 
 
 def test_record_fields_become_questions() -> None:

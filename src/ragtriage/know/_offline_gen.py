@@ -229,22 +229,55 @@ class OfflineGenerator:
         for f in self.chunk_facts(chunk):
             yield self._draft(chunk, f.question, f.answer, "fact_single", (f.sentence,))
 
+    def _section_chunks(self, chunk: Chunk) -> list[Chunk]:
+        """The chunks of the document section ``chunk`` belongs to, in order."""
+        section = chunk.metadata.get("section")
+        return [
+            c
+            for c in self.chunks
+            if c.doc_id == chunk.doc_id and c.metadata.get("section") == section
+        ]
+
     def summary(self, chunk: Chunk) -> Iterator[Draft]:
-        sentences = _sentences(chunk)
-        if len(sentences) < 3:
-            return
-        zh = self._lang(chunk.doc_id) == "zh"
-        who = self._subjects[chunk.doc_id]
-        name = self._names(chunk.doc_id)[-1] if zh else who.name
+        """The main points of a section: asked once per section (from its first chunk)
+        and answered with everything the section says, so that the answer covers the
+        whole scope the question names (a section whose chunk starts mid-way, or whose
+        later paragraphs the answer would leave out, is the judged cause of incomplete
+        answers). A section too short to summarise or too long to list gives none."""
         section = str(chunk.metadata.get("section") or "").strip()
         if not section:
             return
+        parts = self._section_chunks(chunk)
+        if not parts or parts[0].chunk_id != chunk.chunk_id:
+            return
+        zh = self._lang(chunk.doc_id) == "zh"
+        body = [
+            line.strip()
+            for c in parts
+            for line in c.text.splitlines()
+            if line.strip() and not line.lstrip().startswith("#")
+        ]
+        sentences = tuple(
+            s.text.strip() for line in body for s in split_sentences(line) if s.text.strip()
+        )
+        content = [s for c in parts for s in _sentences(c)]
+        if len(content) < 3 or len(sentences) > _SUMMARY_MAX_SENTENCES:
+            return
+        who = self._subjects[chunk.doc_id]
         if zh:
-            q = f"{name}的“{section}”部分有哪些主要内容？"
+            q = f"{self._names(chunk.doc_id)[-1]}的“{section}”部分有哪些主要内容？"
         else:
             q = f"What are the main points of the '{section}' section for {who.name}?"
-        picked = tuple(sentences[:3])
-        yield self._draft(chunk, q, ("" if zh else " ").join(picked), "summary", picked)
+        context = "\n\n".join([self._context(parts[0]), *(c.text for c in parts[1:])])
+        yield self._draft(
+            chunk,
+            q,
+            ("" if zh else " ").join(body),
+            "summary",
+            sentences,
+            chunk_ids=tuple(c.chunk_id for c in parts),
+            context=context,
+        )
 
     def _doc_facts(self, doc_id: str) -> list[tuple[Chunk, Fact]]:
         out: list[tuple[Chunk, Fact]] = []
@@ -402,6 +435,8 @@ class OfflineGenerator:
         return list(self.drafts(chunk, label))
 
 
+#: a section with more sentences than this is not summarised by listing it
+_SUMMARY_MAX_SENTENCES = 10
 _COMPARABLE = re.compile(r"^(?:What was \{e\}'s (?P<noun>[a-z -]+)\?|How old was \{e\}\?)$")
 _COMPARABLE_ZH = re.compile(r"^\{e\}(?:实现|的)?(?P<noun>[\u4e00-\u9fff]{2,12}?)(?:为)?多少钱？$")
 _SCALE = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "万": 1e4, "亿": 1e8}
