@@ -269,6 +269,31 @@ def test_demo_generation_is_grammatical_and_plausible() -> None:
         assert texts[d.doc_id]
 
 
+def test_unanswerable_borrows_only_attributes_generic_to_the_kind() -> None:
+    """An unanswerable question asks an attribute that at least two other documents of
+    the same family state as a question of their own (not one document's peculiarity)."""
+    demo = load_demo()
+    chunks = corpus_chunks(demo.documents)
+    gen = OfflineGenerator(demo.documents, chunks)
+    subjects = {doc.doc_id: subject_of(doc) for doc in demo.documents}
+    asked: dict[str, set[str]] = {}
+    for c in chunks:
+        for d in gen.drafts(c, "fact_single"):
+            for n in sorted(subjects[d.doc_id].names(), key=len, reverse=True):
+                if n in d.question:
+                    asked.setdefault(d.question.replace(n, "{e}"), set()).add(d.doc_id)
+                    break
+    drafts = [d for c in chunks for d in gen.drafts(c, "unanswerable")]
+    assert len({d.doc_id for d in drafts}) >= 5
+    for d in drafts:
+        who = subjects[d.doc_id]
+        name = next(n for n in sorted(who.names(), key=len, reverse=True) if n in d.question)
+        stated_by = asked.get(d.question.replace(name, "{e}"), set()) - {d.doc_id}
+        same_family = {o for o in stated_by if subjects[o].family == who.family}
+        assert len(same_family) >= 2, d.question
+        assert d.doc_id not in asked.get(d.question.replace(name, "{e}"), set())
+
+
 def test_critiques_measure_stand_alone_answerability_fluency() -> None:
     critic = RulesCritic(["The Sierra Alta wind farm has 36 turbines."], ["Sierra Alta"])
     ctx = "The Sierra Alta wind farm has 36 turbines."

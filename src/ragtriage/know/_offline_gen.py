@@ -405,16 +405,28 @@ class OfflineGenerator:
         return self._attributes
 
     def unanswerable(self, chunk: Chunk) -> Iterator[Draft]:
-        """Attributes the corpus gives for similar entities but not for this one."""
+        """Attributes the corpus gives for similar entities but not for this one.
+
+        Only an attribute generic to the document kind is borrowed: one that at least
+        :data:`_UNANSWERABLE_MIN_SOURCES` other documents of the family state (a slot one
+        similar document happens to have, such as a collision in one criminal case or a
+        symptom of one patient, is implausible for the others)."""
         who = self._subjects[chunk.doc_id]
         names = self._names(chunk.doc_id)
         name = names[-1] if self._lang(chunk.doc_id) == "zh" else who.name
         doc_text = self.documents[chunk.doc_id].text
+        index = self._attribute_index().get(who.family, [])
+        sources: dict[tuple[str, str], set[str]] = {}
+        for attr, other, role in index:
+            if other != chunk.doc_id:
+                sources.setdefault((attr, role), set()).add(other)
         seen: set[str] = set()
-        for attr, other, role in self._attribute_index().get(who.family, []):
+        for attr, other, role in index:
             if other == chunk.doc_id or attr in seen:
                 continue
             seen.add(attr)
+            if len(sources[(attr, role)]) < _UNANSWERABLE_MIN_SOURCES:
+                continue
             target = who.party(role) if role and role != "案" else name
             if role == "案" and target is not None:
                 target = next((n for n in names if n.endswith("案")), None)
@@ -435,6 +447,9 @@ class OfflineGenerator:
         return list(self.drafts(chunk, label))
 
 
+#: how many other documents of a family must state an attribute before it is asked of
+#: a document that does not (it is then generic to the kind, so a plausible question)
+_UNANSWERABLE_MIN_SOURCES = 2
 #: a section with more sentences than this is not summarised by listing it
 _SUMMARY_MAX_SENTENCES = 10
 _COMPARABLE = re.compile(r"^(?:What was \{e\}'s (?P<noun>[a-z -]+)\?|How old was \{e\}\?)$")
