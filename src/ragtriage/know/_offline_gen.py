@@ -408,7 +408,8 @@ class OfflineGenerator:
         """Attributes the corpus gives for similar entities but not for this one.
 
         Only an attribute generic to the document kind is borrowed: one that at least
-        :data:`_UNANSWERABLE_MIN_SOURCES` other documents of the family state (a slot one
+        :data:`_UNANSWERABLE_MIN_SOURCES` other documents of the family (all others in a
+        family of two) state (a slot one
         similar document happens to have, such as a collision in one criminal case or a
         symptom of one patient, is implausible for the others)."""
         who = self._subjects[chunk.doc_id]
@@ -420,12 +421,15 @@ class OfflineGenerator:
         for attr, other, role in index:
             if other != chunk.doc_id:
                 sources.setdefault((attr, role), set()).add(other)
+        # a family of two documents has only the other one to go by
+        family = sum(s.family == who.family for s in self._subjects.values())
+        need = max(1, min(_UNANSWERABLE_MIN_SOURCES, family - 1))
         seen: set[str] = set()
         for attr, other, role in index:
             if other == chunk.doc_id or attr in seen:
                 continue
             seen.add(attr)
-            if len(sources[(attr, role)]) < _UNANSWERABLE_MIN_SOURCES:
+            if len(sources[(attr, role)]) < need:
                 continue
             target = who.party(role) if role and role != "案" else name
             if role == "案" and target is not None:
