@@ -296,6 +296,29 @@ def test_unanswerable_borrows_only_attributes_generic_to_the_kind() -> None:
         assert d.doc_id not in asked.get(d.question.replace(name, "{e}"), set())
 
 
+def test_a_definite_value_subject_is_asked_only_when_the_kind_shares_it() -> None:
+    """ "The purchase price was USD 210 million" may point back to a deal: it becomes
+    "What was X's purchase price?" only if other documents of the kind state it too;
+    "The gross margin was 38.9%" (two annual reports) stays."""
+    demo = load_demo()
+    chunks = corpus_chunks(demo.documents)
+    gen = OfflineGenerator(demo.documents, chunks)
+    subjects = {doc.doc_id: subject_of(doc) for doc in demo.documents}
+    facts = [d for c in chunks for d in gen.drafts(c, "fact_single")]
+    by_template: dict[str, set[str]] = {}
+    for d in facts:
+        name = subjects[d.doc_id].name
+        by_template.setdefault(d.question.replace(name, "{e}"), set()).add(d.doc_id)
+    definite = 0
+    for d in facts:
+        m = re.match(r"What was (.+)'s ([a-z -]+)\?$", d.question)
+        if m and re.match(rf"The {m.group(2)} (?:was|stood|reached)", d.references[0]):
+            definite += 1
+            assert len(by_template[d.question.replace(m.group(1), "{e}")]) >= 2, d.question
+    assert definite >= 2  # the shared ones ("the gross margin") are kept
+    assert not any("purchase price" in d.question for d in facts)
+
+
 def test_critiques_measure_stand_alone_answerability_fluency() -> None:
     critic = RulesCritic(["The Sierra Alta wind farm has 36 turbines."], ["Sierra Alta"])
     ctx = "The Sierra Alta wind farm has 36 turbines."

@@ -158,6 +158,8 @@ class OfflineGenerator:
         self.chunks = list(chunks)
         self._subjects = {d.doc_id: subject_of(d) for d in documents}
         self._facts: dict[str, list[tuple[Chunk, Fact]]] = {}
+        self._raw: dict[str, list[Fact]] = {}
+        self._attr_docs: dict[str, dict[str, set[str]]] | None = None
         self._attributes: dict[str, list[tuple[str, str, str]]] | None = None
 
     def _context(self, chunk: Chunk) -> str:
@@ -179,10 +181,10 @@ class OfflineGenerator:
             names += re.findall(r"(?:患者|被告人)：([\u4e00-\u9fff]{2,3})[，,]", text)
         return sorted(set(names), key=len, reverse=True)
 
-    def chunk_facts(self, chunk: Chunk) -> list[Fact]:
-        """Every question the chunk's sentences support (cached)."""
-        if chunk.chunk_id in self._facts:
-            return [f for _, f in self._facts[chunk.chunk_id]]
+    def _raw_facts(self, chunk: Chunk) -> list[Fact]:
+        """Every question the chunk's sentences fit a pattern for (cached)."""
+        if chunk.chunk_id in self._raw:
+            return self._raw[chunk.chunk_id]
         who = self._subjects[chunk.doc_id]
         text = self.documents[chunk.doc_id].text
         zh = self._lang(chunk.doc_id) == "zh"
@@ -197,6 +199,42 @@ class OfflineGenerator:
                 if f.question not in seen and f.sentence in chunk.text:
                     seen.add(f.question)
                     found.append(f)
+        self._raw[chunk.chunk_id] = found
+        return found
+
+    def _family_attributes(self) -> dict[str, dict[str, set[str]]]:
+        """family → attribute question ("What was {e}'s gross margin?") → the documents
+        whose sentences give it."""
+        if self._attr_docs is None:
+            index: dict[str, dict[str, set[str]]] = {}
+            for c in self.chunks:
+                family = self._subjects[c.doc_id].family
+                for f in self._raw_facts(c):
+                    if f.attribute:
+                        index.setdefault(family, {}).setdefault(f.attribute, set()).add(c.doc_id)
+            self._attr_docs = index
+        return self._attr_docs
+
+    def _anaphoric(self, doc_id: str, fact: Fact) -> bool:
+        """A value asked of the entity whose sentence names it with a definite article
+        ("The purchase price was USD 210 million" → "What was X's purchase price?"): the
+        article may point back to something else (the price of an acquisition), so it is
+        the entity's own attribute only when other documents of the kind state it too
+        ("The gross margin was 38.9%" in two annual reports)."""
+        m = _VALUE_ATTRIBUTE.match(fact.attribute)
+        if fact.slot != "amount" or m is None:
+            return False
+        if not re.search(rf"(?:^|; |, and )[Tt]he {re.escape(m.group(1))}\b", fact.sentence):
+            return False
+        family = self._subjects[doc_id].family
+        return len(self._family_attributes().get(family, {}).get(fact.attribute, ())) < 2
+
+    def chunk_facts(self, chunk: Chunk) -> list[Fact]:
+        """Every question the chunk's sentences support (cached): the pattern questions
+        less those whose definite subject may refer back (:meth:`_anaphoric`)."""
+        if chunk.chunk_id in self._facts:
+            return [f for _, f in self._facts[chunk.chunk_id]]
+        found = [f for f in self._raw_facts(chunk) if not self._anaphoric(chunk.doc_id, f)]
         self._facts[chunk.chunk_id] = [(chunk, f) for f in found]
         return found
 
@@ -451,6 +489,8 @@ class OfflineGenerator:
         return list(self.drafts(chunk, label))
 
 
+#: "What was {e}'s NOUN[ for 2021]?" (an amount asked of the entity)
+_VALUE_ATTRIBUTE = re.compile(r"^What was \{e\}'s ([a-z][a-z -]*?)(?: (?:for|in|at) .+)?\?$")
 #: how many other documents of a family must state an attribute before it is asked of
 #: a document that does not (it is then generic to the kind, so a plausible question)
 _UNANSWERABLE_MIN_SOURCES = 2
