@@ -319,6 +319,22 @@ def test_a_definite_value_subject_is_asked_only_when_the_kind_shares_it() -> Non
     assert not any("purchase price" in d.question for d in facts)
 
 
+def test_a_comparison_carries_both_facts_and_both_documents() -> None:
+    demo = load_demo()
+    chunks = corpus_chunks(demo.documents)
+    gen = OfflineGenerator(demo.documents, chunks)
+    texts = {doc.doc_id: doc.text for doc in demo.documents}
+    drafts = [d for c in chunks for d in gen.comparisons(c)]
+    assert len(drafts) >= 10
+    for d in drafts:
+        assert len(d.references) == 2 and len(d.other_doc_ids) == 1
+        first, second = d.references
+        assert first in texts[d.doc_id] and second in texts[d.other_doc_ids[0]]
+        assert first in d.context and second in d.context
+    # each document is compared with the next of its family, not all with the first
+    assert len({d.other_doc_ids for d in drafts}) >= len(drafts) // 2
+
+
 def test_critiques_measure_stand_alone_answerability_fluency() -> None:
     critic = RulesCritic(["The Sierra Alta wind farm has 36 turbines."], ["Sierra Alta"])
     ctx = "The Sierra Alta wind farm has 36 turbines."

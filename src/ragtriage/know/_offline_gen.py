@@ -382,7 +382,11 @@ class OfflineGenerator:
             value = _magnitude(f.answer)
             if m is None or value is None:
                 continue
-            for other in sorted(self.documents):
+            # the documents after this one first (cyclically), so that the comparisons of
+            # a family do not all name the same first document
+            ids = sorted(self.documents)
+            at = ids.index(chunk.doc_id)
+            for other in ids[at + 1 :] + ids[:at]:
                 o_who = self._subjects[other]
                 if other == chunk.doc_id or o_who.family != who.family:
                     continue
