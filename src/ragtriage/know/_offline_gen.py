@@ -6,10 +6,11 @@ LOWER QUALITY than the LLM pipeline, and marked so in every example's metadata
 structure fits a pattern (subject + verb + a date / year / count / amount / person
 slot): the asked slot becomes a question word, the rest of the sentence is dropped and
 the subject is resolved to the document's entity; a sentence that fits no pattern gives
-no question. Summaries ask for the main points of a section; reasoning questions ask
-for the days between two dated events of a document (the answer is derived); an
-unanswerable question asks about an entity for an attribute that the corpus gives for
-similar entities (documents of the same family) but whose own document does not state.
+no question. Summaries ask for the main points of a section and are answered with the
+whole section; reasoning questions ask for the days between two dated events of a
+document (the answer is derived) or compare a value two documents of a family state;
+an unanswerable question asks about an entity for an attribute that several similar
+entities' documents (of the same family) give but whose own document does not state.
 """
 
 from __future__ import annotations
