@@ -157,10 +157,52 @@ def test_en_questions_move_the_slot_and_drop_the_rest(
         "2021 was a year of recovery.",  # no verb pattern
         "The auditors noticed that payments had been made on 9 January 2019.",  # subordinate
         "This is the first dividend since the company suspended payments in March 2020.",
+        # the counted noun measures something else, the number goes on, or it is a rate
+        "The company sold 61,700 metres of the fabric during that period.",
+        "The company took 2 hours and 5 minutes to respond.",
+        "The company hired 30 engineers a month in 2021.",
     ],
 )
 def test_en_rejects_rather_than_emits_a_fragment(sentence: str) -> None:
     assert _qa(sentence, ORG) == []
+
+
+def test_count_questions_keep_a_whole_counted_noun() -> None:
+    assert _qa("Police found 1,400 pieces of furniture in the barn.", CASE) == []
+    assert _qa("The company closed 9 branches during the year.", ORG) == [
+        ("How many branches did Halvorsen Maritime Logistics ASA close?", "9")
+    ]
+
+
+def test_summary_answer_covers_the_section_it_asks_about() -> None:
+    """One question per section, answered with every sentence of the section (across
+    its chunks), so that the answer's scope is the question's."""
+    demo = load_demo()
+    chunks = corpus_chunks(demo.documents)
+    gen = OfflineGenerator(demo.documents, chunks)
+    drafts = [d for c in chunks for d in gen.drafts(c, "summary")]
+    assert len(drafts) >= 20
+    assert len({d.question for d in drafts}) == len(drafts)
+    by_id = {c.chunk_id: c for c in chunks}
+    multi = 0
+    for d in drafts:
+        parts = [by_id[i] for i in d.chunk_ids]
+        section = {c.metadata.get("section") for c in parts}
+        assert len(section) == 1 and f"{section.pop()}" in d.question
+        same = [
+            c
+            for c in chunks
+            if c.doc_id == d.doc_id and c.metadata.get("section") == parts[0].metadata["section"]
+        ]
+        assert [c.chunk_id for c in same] == list(d.chunk_ids)
+        multi += len(parts) > 1
+        for c in parts:
+            for line in c.text.splitlines():
+                if line.strip() and not line.startswith("#"):
+                    assert line.strip() in d.answer
+                    assert line.strip() in d.context
+        assert all(r in d.answer for r in d.references)
+    assert multi >= 3
 
 
 def test_record_fields_become_questions() -> None:
@@ -225,6 +267,72 @@ def test_demo_generation_is_grammatical_and_plausible() -> None:
         assert "logo" not in d.question and "mascot" not in d.question
         assert d.question not in {f.question for f in facts if f.doc_id == d.doc_id}
         assert texts[d.doc_id]
+
+
+def test_unanswerable_borrows_only_attributes_generic_to_the_kind() -> None:
+    """An unanswerable question asks an attribute that at least two other documents of
+    the same family (the other one, in a family of two) state as a question of their
+    own (not one document's peculiarity)."""
+    demo = load_demo()
+    chunks = corpus_chunks(demo.documents)
+    gen = OfflineGenerator(demo.documents, chunks)
+    subjects = {doc.doc_id: subject_of(doc) for doc in demo.documents}
+    asked: dict[str, set[str]] = {}
+    for c in chunks:
+        for d in gen.drafts(c, "fact_single"):
+            for n in gen._names(d.doc_id):  # the names questions use, longest first
+                if n in d.question:
+                    asked.setdefault(d.question.replace(n, "{e}"), set()).add(d.doc_id)
+                    break
+    drafts = [d for c in chunks for d in gen.drafts(c, "unanswerable")]
+    assert len({d.doc_id for d in drafts}) >= 5
+    for d in drafts:
+        who = subjects[d.doc_id]
+        name = next(n for n in gen._names(d.doc_id) if n in d.question)
+        stated_by = asked.get(d.question.replace(name, "{e}"), set()) - {d.doc_id}
+        same_family = {o for o in stated_by if subjects[o].family == who.family}
+        family = sum(s.family == who.family for s in subjects.values())
+        assert len(same_family) >= min(2, family - 1), d.question
+        assert d.doc_id not in asked.get(d.question.replace(name, "{e}"), set())
+
+
+def test_a_definite_value_subject_is_asked_only_when_the_kind_shares_it() -> None:
+    """ "The purchase price was USD 210 million" may point back to a deal: it becomes
+    "What was X's purchase price?" only if other documents of the kind state it too;
+    "The gross margin was 38.9%" (two annual reports) stays."""
+    demo = load_demo()
+    chunks = corpus_chunks(demo.documents)
+    gen = OfflineGenerator(demo.documents, chunks)
+    subjects = {doc.doc_id: subject_of(doc) for doc in demo.documents}
+    facts = [d for c in chunks for d in gen.drafts(c, "fact_single")]
+    by_template: dict[str, set[str]] = {}
+    for d in facts:
+        name = subjects[d.doc_id].name
+        by_template.setdefault(d.question.replace(name, "{e}"), set()).add(d.doc_id)
+    definite = 0
+    for d in facts:
+        m = re.match(r"What was (.+)'s ([a-z -]+)\?$", d.question)
+        if m and re.match(rf"The {m.group(2)} (?:was|stood|reached)", d.references[0]):
+            definite += 1
+            assert len(by_template[d.question.replace(m.group(1), "{e}")]) >= 2, d.question
+    assert definite >= 2  # the shared ones ("the gross margin") are kept
+    assert not any("purchase price" in d.question for d in facts)
+
+
+def test_a_comparison_carries_both_facts_and_both_documents() -> None:
+    demo = load_demo()
+    chunks = corpus_chunks(demo.documents)
+    gen = OfflineGenerator(demo.documents, chunks)
+    texts = {doc.doc_id: doc.text for doc in demo.documents}
+    drafts = [d for c in chunks for d in gen.comparisons(c)]
+    assert len(drafts) >= 10
+    for d in drafts:
+        assert len(d.references) == 2 and len(d.other_doc_ids) == 1
+        first, second = d.references
+        assert first in texts[d.doc_id] and second in texts[d.other_doc_ids[0]]
+        assert first in d.context and second in d.context
+    # each document is compared with the next of its family, not all with the first
+    assert len({d.other_doc_ids for d in drafts}) >= len(drafts) // 2
 
 
 def test_critiques_measure_stand_alone_answerability_fluency() -> None:

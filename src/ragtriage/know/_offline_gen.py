@@ -6,10 +6,11 @@ LOWER QUALITY than the LLM pipeline, and marked so in every example's metadata
 structure fits a pattern (subject + verb + a date / year / count / amount / person
 slot): the asked slot becomes a question word, the rest of the sentence is dropped and
 the subject is resolved to the document's entity; a sentence that fits no pattern gives
-no question. Summaries ask for the main points of a section; reasoning questions ask
-for the days between two dated events of a document (the answer is derived); an
-unanswerable question asks about an entity for an attribute that the corpus gives for
-similar entities (documents of the same family) but whose own document does not state.
+no question. Summaries ask for the main points of a section and are answered with the
+whole section; reasoning questions ask for the days between two dated events of a
+document (the answer is derived) or compare a value two documents of a family state;
+an unanswerable question asks about an entity for an attribute that several similar
+entities' documents (of the same family) give but whose own document does not state.
 """
 
 from __future__ import annotations
@@ -158,6 +159,8 @@ class OfflineGenerator:
         self.chunks = list(chunks)
         self._subjects = {d.doc_id: subject_of(d) for d in documents}
         self._facts: dict[str, list[tuple[Chunk, Fact]]] = {}
+        self._raw: dict[str, list[Fact]] = {}
+        self._attr_docs: dict[str, dict[str, set[str]]] | None = None
         self._attributes: dict[str, list[tuple[str, str, str]]] | None = None
 
     def _context(self, chunk: Chunk) -> str:
@@ -179,10 +182,10 @@ class OfflineGenerator:
             names += re.findall(r"(?:患者|被告人)：([\u4e00-\u9fff]{2,3})[，,]", text)
         return sorted(set(names), key=len, reverse=True)
 
-    def chunk_facts(self, chunk: Chunk) -> list[Fact]:
-        """Every question the chunk's sentences support (cached)."""
-        if chunk.chunk_id in self._facts:
-            return [f for _, f in self._facts[chunk.chunk_id]]
+    def _raw_facts(self, chunk: Chunk) -> list[Fact]:
+        """Every question the chunk's sentences fit a pattern for (cached)."""
+        if chunk.chunk_id in self._raw:
+            return self._raw[chunk.chunk_id]
         who = self._subjects[chunk.doc_id]
         text = self.documents[chunk.doc_id].text
         zh = self._lang(chunk.doc_id) == "zh"
@@ -197,6 +200,42 @@ class OfflineGenerator:
                 if f.question not in seen and f.sentence in chunk.text:
                     seen.add(f.question)
                     found.append(f)
+        self._raw[chunk.chunk_id] = found
+        return found
+
+    def _family_attributes(self) -> dict[str, dict[str, set[str]]]:
+        """family → attribute question ("What was {e}'s gross margin?") → the documents
+        whose sentences give it."""
+        if self._attr_docs is None:
+            index: dict[str, dict[str, set[str]]] = {}
+            for c in self.chunks:
+                family = self._subjects[c.doc_id].family
+                for f in self._raw_facts(c):
+                    if f.attribute:
+                        index.setdefault(family, {}).setdefault(f.attribute, set()).add(c.doc_id)
+            self._attr_docs = index
+        return self._attr_docs
+
+    def _anaphoric(self, doc_id: str, fact: Fact) -> bool:
+        """A value asked of the entity whose sentence names it with a definite article
+        ("The purchase price was USD 210 million" → "What was X's purchase price?"): the
+        article may point back to something else (the price of an acquisition), so it is
+        the entity's own attribute only when other documents of the kind state it too
+        ("The gross margin was 38.9%" in two annual reports)."""
+        m = _VALUE_ATTRIBUTE.match(fact.attribute)
+        if fact.slot != "amount" or m is None:
+            return False
+        if not re.search(rf"(?:^|; |, and )[Tt]he {re.escape(m.group(1))}\b", fact.sentence):
+            return False
+        family = self._subjects[doc_id].family
+        return len(self._family_attributes().get(family, {}).get(fact.attribute, ())) < 2
+
+    def chunk_facts(self, chunk: Chunk) -> list[Fact]:
+        """Every question the chunk's sentences support (cached): the pattern questions
+        less those whose definite subject may refer back (:meth:`_anaphoric`)."""
+        if chunk.chunk_id in self._facts:
+            return [f for _, f in self._facts[chunk.chunk_id]]
+        found = [f for f in self._raw_facts(chunk) if not self._anaphoric(chunk.doc_id, f)]
         self._facts[chunk.chunk_id] = [(chunk, f) for f in found]
         return found
 
@@ -229,22 +268,55 @@ class OfflineGenerator:
         for f in self.chunk_facts(chunk):
             yield self._draft(chunk, f.question, f.answer, "fact_single", (f.sentence,))
 
+    def _section_chunks(self, chunk: Chunk) -> list[Chunk]:
+        """The chunks of the document section ``chunk`` belongs to, in order."""
+        section = chunk.metadata.get("section")
+        return [
+            c
+            for c in self.chunks
+            if c.doc_id == chunk.doc_id and c.metadata.get("section") == section
+        ]
+
     def summary(self, chunk: Chunk) -> Iterator[Draft]:
-        sentences = _sentences(chunk)
-        if len(sentences) < 3:
-            return
-        zh = self._lang(chunk.doc_id) == "zh"
-        who = self._subjects[chunk.doc_id]
-        name = self._names(chunk.doc_id)[-1] if zh else who.name
+        """The main points of a section: asked once per section (from its first chunk)
+        and answered with everything the section says, so that the answer covers the
+        whole scope the question names (a section whose chunk starts mid-way, or whose
+        later paragraphs the answer would leave out, is the judged cause of incomplete
+        answers). A section too short to summarise or too long to list gives none."""
         section = str(chunk.metadata.get("section") or "").strip()
         if not section:
             return
+        parts = self._section_chunks(chunk)
+        if not parts or parts[0].chunk_id != chunk.chunk_id:
+            return
+        zh = self._lang(chunk.doc_id) == "zh"
+        body = [
+            line.strip()
+            for c in parts
+            for line in c.text.splitlines()
+            if line.strip() and not line.lstrip().startswith("#")
+        ]
+        sentences = tuple(
+            s.text.strip() for line in body for s in split_sentences(line) if s.text.strip()
+        )
+        content = [s for c in parts for s in _sentences(c)]
+        if len(content) < 3 or len(sentences) > _SUMMARY_MAX_SENTENCES:
+            return
+        who = self._subjects[chunk.doc_id]
         if zh:
-            q = f"{name}的“{section}”部分有哪些主要内容？"
+            q = f"{self._names(chunk.doc_id)[-1]}的“{section}”部分有哪些主要内容？"
         else:
             q = f"What are the main points of the '{section}' section for {who.name}?"
-        picked = tuple(sentences[:3])
-        yield self._draft(chunk, q, ("" if zh else " ").join(picked), "summary", picked)
+        context = "\n\n".join([self._context(parts[0]), *(c.text for c in parts[1:])])
+        yield self._draft(
+            chunk,
+            q,
+            ("" if zh else " ").join(body),
+            "summary",
+            sentences,
+            chunk_ids=tuple(c.chunk_id for c in parts),
+            context=context,
+        )
 
     def _doc_facts(self, doc_id: str) -> list[tuple[Chunk, Fact]]:
         out: list[tuple[Chunk, Fact]] = []
@@ -311,7 +383,11 @@ class OfflineGenerator:
             value = _magnitude(f.answer)
             if m is None or value is None:
                 continue
-            for other in sorted(self.documents):
+            # the documents after this one first (cyclically), so that the comparisons of
+            # a family do not all name the same first document
+            ids = sorted(self.documents)
+            at = ids.index(chunk.doc_id)
+            for other in ids[at + 1 :] + ids[:at]:
                 o_who = self._subjects[other]
                 if other == chunk.doc_id or o_who.family != who.family:
                     continue
@@ -372,16 +448,32 @@ class OfflineGenerator:
         return self._attributes
 
     def unanswerable(self, chunk: Chunk) -> Iterator[Draft]:
-        """Attributes the corpus gives for similar entities but not for this one."""
+        """Attributes the corpus gives for similar entities but not for this one.
+
+        Only an attribute generic to the document kind is borrowed: one that at least
+        :data:`_UNANSWERABLE_MIN_SOURCES` other documents of the family (all others in a
+        family of two) state (a slot one
+        similar document happens to have, such as a collision in one criminal case or a
+        symptom of one patient, is implausible for the others)."""
         who = self._subjects[chunk.doc_id]
         names = self._names(chunk.doc_id)
         name = names[-1] if self._lang(chunk.doc_id) == "zh" else who.name
         doc_text = self.documents[chunk.doc_id].text
+        index = self._attribute_index().get(who.family, [])
+        sources: dict[tuple[str, str], set[str]] = {}
+        for attr, other, role in index:
+            if other != chunk.doc_id:
+                sources.setdefault((attr, role), set()).add(other)
+        # a family of two documents has only the other one to go by
+        family = sum(s.family == who.family for s in self._subjects.values())
+        need = max(1, min(_UNANSWERABLE_MIN_SOURCES, family - 1))
         seen: set[str] = set()
-        for attr, other, role in self._attribute_index().get(who.family, []):
+        for attr, other, role in index:
             if other == chunk.doc_id or attr in seen:
                 continue
             seen.add(attr)
+            if len(sources[(attr, role)]) < need:
+                continue
             target = who.party(role) if role and role != "案" else name
             if role == "案" and target is not None:
                 target = next((n for n in names if n.endswith("案")), None)
@@ -402,6 +494,13 @@ class OfflineGenerator:
         return list(self.drafts(chunk, label))
 
 
+#: "What was {e}'s NOUN[ for 2021]?" (an amount asked of the entity)
+_VALUE_ATTRIBUTE = re.compile(r"^What was \{e\}'s ([a-z][a-z -]*?)(?: (?:for|in|at) .+)?\?$")
+#: how many other documents of a family must state an attribute before it is asked of
+#: a document that does not (it is then generic to the kind, so a plausible question)
+_UNANSWERABLE_MIN_SOURCES = 2
+#: a section with more sentences than this is not summarised by listing it
+_SUMMARY_MAX_SENTENCES = 10
 _COMPARABLE = re.compile(r"^(?:What was \{e\}'s (?P<noun>[a-z -]+)\?|How old was \{e\}\?)$")
 _COMPARABLE_ZH = re.compile(r"^\{e\}(?:实现|的)?(?P<noun>[\u4e00-\u9fff]{2,12}?)(?:为)?多少钱？$")
 _SCALE = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "万": 1e4, "亿": 1e8}

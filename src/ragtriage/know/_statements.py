@@ -583,6 +583,7 @@ def _clause_facts(
             and base not in ("be", "have")
             and nm.group(2).split()[-1] not in _NOT_COUNTED
             and (nm.group(2).split()[-1] not in _TIME_UNITS or base in ("take", "last"))
+            and not _COUNT_GOES_ON.match(rest[nm.end() :])
         ):
             when = f" {lead[0].lower()}{lead[1:]}" if lead else ""
             q = f"How many {nm.group(2)} did {subject} {base}{when}"
@@ -631,6 +632,11 @@ _NOT_COUNTED = {
     "always",
     "perhaps",
 }
+#: after "N nouns": the counted noun is a measure of something else ("1,400 pieces of
+#: furniture", "61,700 metres of the fabric"), the number goes on ("2 hours and 5
+#: minutes") or it is a rate ("30 cigarettes a day"): "How many pieces …?" would ask a
+#: fragment, and the number alone would not be the whole answer
+_COUNT_GOES_ON = re.compile(r"^ (?:of|and \d|a (?:day|week|month|year)|an hour|per|each)\b")
 _TIME_UNITS = {"seconds", "minutes", "hours", "days", "weeks", "months", "years"}
 _ENDS_BADLY = re.compile(
     r"\b(?:under|of|to|with|for|from|by|at|in|on|and|or|the|a|an|its|their|his|her)$"
