@@ -277,6 +277,21 @@ def test_answers_supported_for_another_role_than_the_one_asked() -> None:
     assert invest.judgement == "correct"
 
 
+def test_the_subject_carries_to_the_next_sentence_of_its_passage() -> None:
+    # "The company …" after a sentence naming Acme Corp is about Acme Corp
+    listed = [
+        "Acme Corp was listed on the stock exchange in 2004. The company completed its "
+        "first acquisition, Brightline, in 2006."
+    ]
+    q = "When did Acme Corp complete its first acquisition?"
+    other = _judge(q, "In 2004.", listed)
+    assert other.judgement == "error" and other.tier3 == ["Context-Question Mismatch"]
+    assert "'2006'" in other.analysis and "listed" in other.analysis
+    assert _judge(q, "In 2006.", listed).judgement == "correct"
+    both = "Acme Corp completed its first acquisition in 2006, two years after its 2004 listing."
+    assert _judge(q, both, listed).judgement == "correct"
+
+
 def test_zh_answers_supported_for_another_role() -> None:
     passages = [
         "华星公司成立于2003年。李强是华星公司的技术总监，负责研发工作。",

@@ -37,6 +37,10 @@ contradiction          a claim of the answer that the passages contradict (the c
                        their slots, negation, opposite terms, swapped roles)
 mixed entities         a claim that gives one name a number or date which the passages give,
                        in every sentence holding it, to another name only
+other qualifier        the answer is supported for another event, relation or role of the
+                       question's subject: its sentences name the subject without two or more of
+                       the question's qualifiers ("semi-final" for "national championship"),
+                       while the sentence that has them gives another value of the asked kind
 grounding              under half of the answer's content words in the passages, or a number,
                        date or name of the answer absent from passages and question →
                        *unsupported*; a typed ask answered although no passage holds anything
@@ -1351,6 +1355,13 @@ def _covered(sentence: str, question: str, terms: frozenset[str]) -> set[str]:
     return have
 
 
+def _opens_on_name(sentence: str) -> bool:
+    """The sentence starts with a name (after a leading "The")."""
+    text = re.sub(r"^\s*(?:The|the)\s+", "", sentence.strip())
+    names = [*extract_entities(sentence), *_sentence_names(text)]
+    return any(n and text.startswith(n) and normalize(n) not in STOPWORDS_EN for n in names)
+
+
 def _other_qualifier(
     answer: str, question: str, passages: Sequence[str], asks: Sequence[Ask]
 ) -> str | None:
@@ -1378,8 +1389,22 @@ def _other_qualifier(
     if not groups or len(quals - name_terms) + len(groups) < 3:
         return None
     q_terms = name_terms | quals
-    sentences = [s.text for p in passages for s in split_sentences(p)]
-    covers = [frozenset(_covered(s, question, q_terms)) for s in sentences]
+    # only the question's own names carry over sentences (in a question written in lower
+    # case, the words the passages capitalise may be qualifiers: "National Championship")
+    explicit = [g for g in groups if any(g == key_terms(n) & g for n in extract_entities(question))]
+    sentences: list[str] = []
+    covers: list[frozenset[str]] = []
+    for p in passages:
+        named_before: set[str] = set()
+        for st in split_sentences(p):
+            have = _covered(st.text, question, q_terms)
+            sentences.append(st.text)
+            # a sentence after one that names the subject may say "the company", "it";
+            # one that opens on a name of its own ("The Ohio State Buckeyes won …") is
+            # about that name
+            own_subject = _opens_on_name(st.text)
+            covers.append(frozenset(have if own_subject else have | named_before))
+            named_before |= {t for g in explicit if g <= have for t in g}
     own = [
         (s, c)
         for s, c in zip(sentences, covers, strict=True)
