@@ -229,6 +229,82 @@ def test_answers_cut_mid_sentence() -> None:
     assert zh.judgement == "error" and "Partial Response" in zh.tier3
 
 
+BANK_PASSAGES = [
+    "Norvale Bank was founded in Leeds in 1987. Martin Hale was appointed chairman of "
+    "Norvale Bank in 1998.",
+    "In 1990 Norvale Bank named Ruth Ember its first chief executive. She left in 1996.",
+]
+
+
+def test_answers_supported_for_another_role_than_the_one_asked() -> None:
+    q = "Who was the first chief executive of Norvale Bank?"
+    # the answer's only sentence ties it to the bank as chairman; the sentence that has
+    # "first chief executive" gives another person
+    other = _judge(q, "Martin Hale.", BANK_PASSAGES)
+    assert other.judgement == "error" and other.tier3 == ["Context-Question Mismatch"]
+    assert other.tier2 == ["Specificity and Precision Errors"]
+    assert "chairman" in other.analysis and "Ruth Ember" in other.analysis
+    # the same in a question written in lower case (names found by the passages' capitals)
+    lower = _judge(
+        "who did norvale bank name as its first chief executive", "Martin Hale", BANK_PASSAGES
+    )
+    assert lower.judgement == "error" and lower.tier3 == ["Context-Question Mismatch"]
+    # the right answer, and a long answer that adds a true detail about the other person
+    assert _judge(q, "Ruth Ember.", BANK_PASSAGES).judgement == "correct"
+    longer = "Ruth Ember was Norvale Bank's first chief executive; Martin Hale later chaired it."
+    assert _judge(q, longer, BANK_PASSAGES).judgement == "correct"
+    # a paraphrase of the qualifier in the answer's own sentence ("CEO"), next to a
+    # successor named with the question's words: not flagged
+    successor = [
+        "Ruth Ember became Norvale Bank's first CEO in 1990.",
+        "Tom Reed succeeded her as chief executive of Norvale Bank in 1996.",
+    ]
+    assert _judge(q, "Ruth Ember.", successor).judgement == "correct"
+    # one qualifier worded otherwise ("official arrest" for "formally arrested") is no mismatch
+    arrest = [
+        "An official arrest of Dan Wirth was made on 16 April 2023.",
+        "Dan Wirth was placed in criminal detention on 10 March 2023 and formally questioned.",
+    ]
+    assert _judge("When was Dan Wirth formally arrested?", "16 April 2023.", arrest).judgement == (
+        "correct"
+    )
+    # the answer's sentence says "the company": a missing name is not a qualifier
+    company = [
+        "Acme Corp was founded in 1999 and raised USD 5 million in 2001.",
+        "In March 2017, the company invested USD 50 million in Project Atlas.",
+    ]
+    invest = _judge("How much did Acme Corp invest in Project Atlas?", "USD 50 million.", company)
+    assert invest.judgement == "correct"
+
+
+def test_the_subject_carries_to_the_next_sentence_of_its_passage() -> None:
+    # "The company …" after a sentence naming Acme Corp is about Acme Corp
+    listed = [
+        "Acme Corp was listed on the stock exchange in 2004. The company completed its "
+        "first acquisition, Brightline, in 2006."
+    ]
+    q = "When did Acme Corp complete its first acquisition?"
+    other = _judge(q, "In 2004.", listed)
+    assert other.judgement == "error" and other.tier3 == ["Context-Question Mismatch"]
+    assert "'2006'" in other.analysis and "listed" in other.analysis
+    assert _judge(q, "In 2006.", listed).judgement == "correct"
+    both = "Acme Corp completed its first acquisition in 2006, two years after its 2004 listing."
+    assert _judge(q, both, listed).judgement == "correct"
+
+
+def test_zh_answers_supported_for_another_role() -> None:
+    passages = [
+        "华星公司成立于2003年。李强是华星公司的技术总监，负责研发工作。",
+        "华星公司由张伟创办，张伟是公司的创始人。",
+    ]
+    q = "华星公司的创始人是谁？"
+    other = _judge(q, "李强。", passages)
+    assert other.judgement == "error" and other.tier3 == ["Context-Question Mismatch"]
+    assert "技术总监" in other.analysis and "张伟" in other.analysis
+    assert _judge(q, "张伟。", passages).judgement == "correct"
+    assert _judge(q, "华星公司的创始人是张伟，李强是技术总监。", passages).judgement == "correct"
+
+
 def test_tier3_tags_are_published_tags_of_their_tier2_never_ragec_names() -> None:
     system = error_system()
     by_name = {t.name: t for t in system.tier2}

@@ -216,8 +216,12 @@ def test_reference_free_critic_on_the_published_samples() -> None:
     )
     score = score_bench(samples, verdicts)
     assert (score.n_correct, score.n_error, score.undetermined) == (8, 2, 0)
-    # every correct prediction is called correct; of the two errors the hedged release
-    # date is found, the wrong opponent (Ohio State for Clemson) is not
+    # every correct prediction is called correct; both errors are found: the hedged
+    # release date, and the wrong opponent (Ohio State, Alabama's semi-final opponent,
+    # for the national championship's Clemson) by the other-qualifier check
     assert score.accuracy_correct == pytest.approx(1.0)
-    assert score.accuracy_error == pytest.approx(0.5)
+    assert score.accuracy_error == pytest.approx(1.0)
+    opponent = next(v for s, v in zip(samples, verdicts, strict=True) if "alabama" in s.question)
+    assert opponent.tier3 == ["Context-Question Mismatch"]
+    assert "Ohio State" in opponent.analysis and "semi-final" in opponent.analysis
     assert score.tagged_errors == 2

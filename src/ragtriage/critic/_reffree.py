@@ -37,6 +37,10 @@ contradiction          a claim of the answer that the passages contradict (the c
                        their slots, negation, opposite terms, swapped roles)
 mixed entities         a claim that gives one name a number or date which the passages give,
                        in every sentence holding it, to another name only
+other qualifier        the answer is supported for another event, relation or role of the
+                       question's subject: its sentences name the subject without two or more of
+                       the question's qualifiers ("semi-final" for "national championship"),
+                       while the sentence that has them gives another value of the asked kind
 grounding              under half of the answer's content words in the passages, or a number,
                        date or name of the answer absent from passages and question →
                        *unsupported*; a typed ask answered although no passage holds anything
@@ -114,6 +118,7 @@ FindingKind = Literal[
     "no_reason",
     "truncated",
     "irrelevant_fields",
+    "other_qualifier",
 ]
 
 #: finding → (published tier-3 tag, the tier-2 type that lists it, RAGEC types). The tier-3
@@ -151,6 +156,11 @@ FINDING_TAGS: Final[dict[str, tuple[str, str, tuple[str, ...]]]] = {
     "no_reason": ("Lack of Causal Explanation", "Incorrect and Incomplete Answers", ("E12",)),
     "truncated": ("Partial Response", "Content and Context Misalignment", ("E1", "E12")),
     "irrelevant_fields": ("Focus on Irrelevant Details", "Lack of Specificity", ("E14",)),
+    "other_qualifier": (
+        "Context-Question Mismatch",
+        "Specificity and Precision Errors",
+        ("E13", "E14"),
+    ),
 }
 
 
@@ -1198,6 +1208,8 @@ def reference_free_findings(
                     f"The question compares two things; the prediction does not address {side!r}.",
                 )
             )
+    if not findings and (other := _other_qualifier(final, question, passages, typed)):
+        findings.append(Finding("other_qualifier", other))
     if (drift := _subject_drift(final, question, asks)) is not None:
         findings.append(Finding("entity_mix", f"The prediction is about another entity: {drift}."))
     elif (mix := _entity_mix(final, question, passages)) is not None:
@@ -1228,3 +1240,220 @@ _KIND_WORDS: Final[dict[str, str]] = {
     "org": "an organisation",
     "other": "an answer",
 }
+
+
+# -- does the answer's evidence carry the question's qualifiers -----------------------------
+
+_VALUE_KINDS: Final = frozenset(
+    {"person", "name", "org", "place", "date", "duration", "count", "quantity", "amount", "percent"}
+)
+
+
+def _values(kind: AskKind, text: str, question: str) -> list[str]:
+    """The spans of ``text`` of the asked kind that the question does not state (names,
+    dates or quantities), as written."""
+    if kind in ("person", "name", "org", "place"):
+        return _names(text, question, persons_only=kind == "person")
+    if kind == "date":
+        return [d.raw for d in _dates_outside(text, question)]
+    return [q.raw for q in _quantities_outside(text, question)]
+
+
+def _mentions(value: str, kind: AskKind, sentence: str) -> bool:
+    """Whether ``sentence`` holds ``value``: the same date or quantity; for a name, the
+    name, or its first word ("Ohio St." for "Ohio State Buckeyes"), or half its words."""
+    if kind == "date":
+        ds = extract_dates(value)
+        return bool(ds) and any(dates_match(d, x) for d in ds for x in extract_dates(sentence))
+    if kind not in ("person", "name", "org", "place"):
+        qs = extract_quantities(value)
+        return bool(qs) and any(
+            quantities_match(q, x) for q in qs for x in extract_quantities(sentence)
+        )
+    low = normalize(value)
+    norm = normalize(sentence)
+    if not low:
+        return False
+    if has_cjk(low):
+        return low in norm
+    if f" {low} " in f" {norm} ":
+        return True
+    words = low.split()
+    have = set(norm.split())
+    if len(words[0]) > 3 and words[0] in have:
+        return True
+    return 2 * sum(w in have for w in words) >= len(words) > 1
+
+
+_ORDINALS: Final = re.compile(
+    r"\b(?:first|last|second|third|latest|earliest|final|initial|original|current|former)\b",
+    re.IGNORECASE,
+)
+_ZH_FUNCTION_CHARS: Final = frozenset("在了的是和与于对等及从向被把将为由以其该此")
+
+
+@lru_cache(maxsize=2048)
+def qualifier_terms(question: str) -> frozenset[str]:
+    """The question's qualifiers: the content terms that say which event, relation or role
+    it asks about ("national championship", "CEO", "first", "arrested"), i.e. its terms
+    without its names, numbers, dates and asking words (Chinese: bigrams inside the text
+    left once names, dates and numbers are cut out, none holding a function character)."""
+    text = question
+    for span in [*extract_entities(question), *(d.raw for d in extract_dates(question))]:
+        text = text.replace(span, "，")
+    for q in extract_quantities(question):
+        text = text.replace(q.raw, "，")
+    terms = set(question_terms(text)) - _generic_terms()
+    terms |= key_terms(" ".join(m.group() for m in _ORDINALS.finditer(question)))
+    return frozenset(
+        t
+        for t in terms
+        if not t[:1].isdigit() and not (has_cjk(t) and (len(t) != 2 or set(t) & _ZH_FUNCTION_CHARS))
+    )
+
+
+def _same_measure(value: str, other: str) -> bool:
+    """Two quantities of the same unit (an amount against an amount, a count against a
+    count)."""
+    units = {q.unit for q in extract_quantities(value)}
+    return any(q.unit in units for q in extract_quantities(other))
+
+
+_MID_CAPITAL: Final = re.compile(r"(?<=[a-z0-9,;:()] )([A-Z][a-z][\w'’-]*)")
+
+
+def _name_groups(question: str, passages: Sequence[str]) -> list[frozenset[str]]:
+    """The question's names, each as its terms: its own names, and (a question written in
+    lower case: "who did alabama play …") each of its words the passages write capitalised
+    mid-sentence."""
+    q = question_terms(question)
+    groups = [key_terms(n) & q for n in extract_entities(question)]
+    if not has_cjk(question) and not any(w[:1].isupper() for w in question.split()[1:]):
+        written = key_terms(
+            " ".join(m.group(1) for p in passages for m in _MID_CAPITAL.finditer(p))
+        )
+        groups += [frozenset({t}) for t in written & q]
+    return [g for g in groups if g and not all(t[:1].isdigit() for t in g)]
+
+
+_ACRONYM: Final = re.compile(r"\b[A-Z]{2,5}\b")
+
+
+def _covered(sentence: str, question: str, terms: frozenset[str]) -> set[str]:
+    """The ``terms`` a sentence holds; an acronym of the sentence holds the question's
+    words whose initials start it ("CEO" holds "chief executive")."""
+    have = set(key_terms(sentence) & terms)
+    acronyms = set(_ACRONYM.findall(sentence))
+    if acronyms and not has_cjk(question):
+        words = re.findall(r"[A-Za-z][\w'-]*", question)
+        for i in range(len(words)):
+            for n in (2, 3, 4):
+                run = words[i : i + n]
+                initials = "".join(w[0] for w in run).upper()
+                if len(run) == n and any(a.startswith(initials) for a in acronyms):
+                    have |= key_terms(" ".join(run)) & terms
+    return have
+
+
+def _opens_on_name(sentence: str) -> bool:
+    """The sentence starts with a name (after a leading "The")."""
+    text = re.sub(r"^\s*(?:The|the)\s+", "", sentence.strip())
+    names = [*extract_entities(sentence), *_sentence_names(text)]
+    return any(n and text.startswith(n) and normalize(n) not in STOPWORDS_EN for n in names)
+
+
+def _other_qualifier(
+    answer: str, question: str, passages: Sequence[str], asks: Sequence[Ask]
+) -> str | None:
+    """The answer is supported, but for another event, relation or role of the question's
+    subject than the one asked. A passage sentence that names a name of the question
+    (:func:`_name_groups`, all its words) gives another value of the asked kind with the
+    question's qualifiers (:func:`qualifier_terms`: "national championship", "first CEO");
+    a sentence holding the answer's value names that same name, but every such sentence
+    lacks two or more of those qualifiers ("… upset Alabama in the semi-final"), and none
+    holds the competing sentence's names with all but one of its qualifiers (one may be
+    missing: a paraphrase, "official arrest" for "formally arrested"). The competing
+    sentence must hold as many of the question's terms as any sentence of the answer.
+    Names missing from the answer's sentence ("the company" for "Acme Corp") are not a
+    qualifier. Returns the analysis naming both sentences."""
+    ask = next((a for a in asks if a.kind in _VALUE_KINDS), None)
+    if ask is None:
+        return None
+    values = _values(ask.kind, answer, question)
+    if not values:
+        return None
+    own_terms = key_terms(answer)
+    groups = [g for g in _name_groups(question, passages) if not g & own_terms]
+    name_terms = frozenset().union(*groups) if groups else frozenset()
+    quals = qualifier_terms(question) - own_terms
+    if not groups or len(quals - name_terms) + len(groups) < 3:
+        return None
+    q_terms = name_terms | quals
+    # only the question's own names carry over sentences (in a question written in lower
+    # case, the words the passages capitalise may be qualifiers: "National Championship")
+    explicit = [g for g in groups if any(g == key_terms(n) & g for n in extract_entities(question))]
+    sentences: list[str] = []
+    covers: list[frozenset[str]] = []
+    for p in passages:
+        named_before: set[str] = set()
+        for st in split_sentences(p):
+            have = _covered(st.text, question, q_terms)
+            sentences.append(st.text)
+            # a sentence after one that names the subject may say "the company", "it";
+            # one that opens on a name of its own ("The Ohio State Buckeyes won …") is
+            # about that name
+            own_subject = _opens_on_name(st.text)
+            covers.append(frozenset(have if own_subject else have | named_before))
+            named_before |= {t for g in explicit if g <= have for t in g}
+    own = [
+        (s, c)
+        for s, c in zip(sentences, covers, strict=True)
+        if any(_mentions(v, ask.kind, s) for v in values)
+    ]
+    if not own:
+        return None  # unsupported: the grounding checks speak for it
+    best = max(len(c) for _, c in own)
+    rivals: list[tuple[str, frozenset[str], list[frozenset[str]], list[str]]] = []
+    for s, c in zip(sentences, covers, strict=True):
+        whole = [g for g in groups if g <= c]
+        if not whole or len(c & quals) < 2 or len(c) < best:
+            continue
+        if any(_mentions(v, ask.kind, s) for v in values):
+            continue
+        others = [
+            o
+            for o in _values(ask.kind, s, question)
+            if not any(_mentions(v, ask.kind, o) for v in values)
+            and (
+                ask.kind in ("person", "name", "org", "place", "date")
+                or _same_measure(values[0], o)
+            )
+        ]
+        if others:
+            rivals.append((s, c, whole, others))
+    top = max((len(c) for _, c, _, _ in rivals), default=0)
+    for s, c, whole, others in rivals:
+        if len(c) < top:
+            continue  # only the sentences that match the question best compete
+        named = frozenset().union(*whole)
+        if any(named <= oc and len(c - named - oc) <= 1 for _, oc in own):
+            return None  # an answer sentence carries the names and qualifiers asked
+        elsewhere = [
+            (t, oc)
+            for t, oc in own
+            if any(g <= oc for g in whole)
+            and len((c - oc) & quals) >= 2
+            and len(c & quals) > len(oc & quals)
+        ]
+        if not elsewhere:
+            continue
+        where, held = max(elsewhere, key=lambda x: len(x[1]))
+        shared = sorted(t for g in whole if g <= held for t in g)
+        missing = sorted((c - held) & quals)
+        return (
+            f"The passages attach {values[0]!r} to {' '.join(shared)!r} only without the "
+            f"question's {', '.join(repr(m) for m in missing)} ({_short(where)!r}); the "
+            f"sentence that has them gives {others[0]!r}: {_short(s)!r}. The answer is "
+            "supported for another event, relation or role than the one asked."
+        )
+    return None
