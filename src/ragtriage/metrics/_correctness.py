@@ -92,7 +92,18 @@ def _share(checks: Sequence[ClaimCheck]) -> float | None:
     decided = [c for c in checks if c.verdict != "undetermined"]
     if not decided:
         return None
-    return sum(c.verdict == "entailed" for c in decided) / len(decided)
+    return sum(_credit(c) for c in decided) / len(decided)
+
+
+def _credit(check: ClaimCheck) -> float:
+    """What one decided claim counts: 1 entailed, 0 contradicted, and a neutral claim the
+    share of its content the other side holds (:attr:`ClaimCheck.coverage`; 0 when not
+    measured) -- a long claim missing one slot is mostly there, not absent."""
+    if check.verdict == "entailed":
+        return 1.0
+    if check.verdict == "neutral" and check.coverage is not None:
+        return check.coverage
+    return 0.0
 
 
 def _f1(p: float | None, r: float | None) -> float | None:

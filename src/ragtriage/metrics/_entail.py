@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Final, Literal
 
@@ -94,6 +94,9 @@ class ClaimCheck:
     claim: str
     verdict: Entailment
     reason: str = ""
+    #: for a *neutral* claim, the share of its content (words and facts) the premise
+    #: holds (partial credit: "ten years" found, "$100,000 fine" not); ``None`` otherwise
+    coverage: float | None = None
 
 
 # --------------------------------------------------------------------------- claims
@@ -887,6 +890,32 @@ def _verdict(
 _PENDING: Final = "waiting for the embedder"
 
 
+def coverage(claim: str, premise: Premise) -> float:
+    """The share of a claim's content the premise holds: its content words (EN stems, ZH
+    characters as :func:`content_support` weighs them; filler and words only the
+    background has count neither way) and its numbers and dates (by value). 0.0 for a
+    claim with nothing to weigh."""
+    text = clean_answer(claim).strip().rstrip(_TERMINAL)
+    sup = content_support(text, [premise.text])
+    total, missing = sup.total, sup.unsupported
+    if premise.background:
+        known = content_support(text, [premise.text, premise.background])
+        drop = missing - known.unsupported  # the background's words: no proof either way
+        total, missing = total - drop, missing - drop
+    for e in sup.examples:
+        if stem(e.lower()) in _FILLER_EN or any(f in e for f in _FILLER_ZH):
+            total -= _weight(e)
+            missing -= _weight(e)
+    qs, ds = _facts_of(text)
+    own_q, own_d = premise.pools.own_quantities, premise.pools.own_dates
+    total += len(qs) + len(ds)
+    missing += sum(not own_q.matches(q) for q in qs)
+    missing += sum(not any(dates_match(d, p) for p in own_d) for d in ds)
+    if total <= 0:
+        return 0.0
+    return max(0.0, min(1.0, 1.0 - missing / total))
+
+
 class _Recorder:
     """First pass: note the texts a claim wants compared, answer ``None``."""
 
@@ -943,5 +972,9 @@ def check_claims(
                 for (c, p), r in zip(jobs, first, strict=True)
             ]
         done = first
+    done = [
+        replace(r, coverage=coverage(c, p)) if r.verdict == "neutral" else r
+        for (c, p), r in zip(jobs, done, strict=True)
+    ]
     by_key = dict(zip(unique, done, strict=True))
     return [by_key[(c, id(p))] for c, p in items]
