@@ -151,6 +151,7 @@ def _facts_cached(text: str) -> _Facts:
         q
         for q in extract_quantities(text)
         if not any(s <= q.start < e or s < q.end <= e for s, e in spans)
+        and not (q.raw == "一" and not q.unit)  # "一支部队", "一种": an article, no count
     )
     return qs, dates
 
@@ -627,6 +628,23 @@ def _own_support(claim: str, premise: Premise) -> bool:
     return own_sup.unsupported < own_sup.total
 
 
+def _foreign(filler: str, piece: str, claim: str) -> bool:
+    """A Chinese ``filler`` (what the premise puts where the claim has ``piece``) is
+    something else, not the claim reworded or reordered: at least half of its content is
+    not elsewhere in the claim ("'物业公司负责…维修' where the claim has '梧桐市橙园街某物业公司'" is the
+    claim's own words around a shorter name); Chinese, it also holds two content
+    characters ("被" for "分批" is a function word) and none of the piece's ("随后" for
+    "后来" rewords it)."""
+    if not has_cjk(filler):
+        return True  # English fillers are names already (a passive reorders them freely)
+    rest = claim.replace(piece, " ")
+    chars = [c for c in filler if has_cjk(c) and c not in _ZH_STOP]
+    if len(chars) < 2 or set(chars) & set(piece):
+        return False
+    inside = sum(c in rest for c in chars)
+    return 2 * inside < len(chars)
+
+
 def _claim_names(claim: str) -> list[str]:
     out = []
     for n in extract_entities(claim):
@@ -775,7 +793,13 @@ def _verdict(
     for _, n in aligned:
         unit = premise.units[n]
         for q in missing_q:
-            other = [p for p in unit.quantities if p.unit == q.unit]
+            # the clause's numbers the claim states too are accounted for ("$250,000,
+            # more than the $200,000 …" against "$250,000"; "13个月" beside "1年1个月")
+            other = [
+                p
+                for p in unit.quantities
+                if p.unit == q.unit and not any(quantities_match(c, p) for c in qs)
+            ]
             if other:
                 why = f"number {q.raw!r} where the premise has {other[0].raw!r}"
                 return ClaimCheck(claim, "contradicted", why)
@@ -786,7 +810,7 @@ def _verdict(
     for name in missing_n:
         for s in sentences:
             filler = keypoint_replaced(name, text, s)
-            if filler is not None:
+            if filler is not None and _foreign(filler, name, text):
                 why = f"{filler.strip()!r} where the claim has {name!r}"
                 return ClaimCheck(claim, "contradicted", why)
     for s in best_sentences:
@@ -816,7 +840,7 @@ def _verdict(
             continue
         for s in sentences:
             filler = keypoint_replaced(piece, text, s)
-            if filler is not None:
+            if filler is not None and _foreign(filler, piece, text):
                 why = f"{filler.strip()!r} where the claim has {piece!r}"
                 return ClaimCheck(claim, "contradicted", why)
     # -- negation and opposites in the best-aligned clauses
