@@ -23,10 +23,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from ragtriage.diagnosis.answer_styles import declining_sentence
+from ragtriage.diagnosis.answer_styles import clean_answer, declining_sentence
 from ragtriage.metrics._entail import ClaimCheck, Premise, check_claims, split_claims
 from ragtriage.metrics._judgements import MetricScore
 from ragtriage.records import Trace
+from ragtriage.text import split_sentences
 
 __all__ = [
     "BOTH_DECLINE",
@@ -179,6 +180,29 @@ def precheck(
     return None
 
 
+def declines(text: str) -> bool:
+    """Some sentence of ``text`` says the material does not answer ("The documents do not
+    give its height; they only say …", "我不知道。")."""
+    return any(declining_sentence(s.text) for s in split_sentences(clean_answer(text)))
+
+
+def _decline_checks(
+    item: CorrectnessInput, gt_declines: bool, answer_declines: bool
+) -> tuple[list[ClaimCheck], list[ClaimCheck]]:
+    """The decline as one claim on each side: a ground truth that says (in part) that the
+    material does not answer makes that claim, which an answer saying so too entails and
+    any other answer does not; the answer's own decline then counts as a claim the ground
+    truth entails. An answer's decline where the ground truth answers is no claim."""
+    if not gt_declines:
+        return [], []
+    if answer_declines:
+        why = "both say the material does not answer"
+        return [ClaimCheck("(declines)", "entailed", why)], [
+            ClaimCheck("(declines)", "entailed", why)
+        ]
+    return [], [declined_reference_check(item)]
+
+
 def correctness_offline(
     items: Sequence[CorrectnessInput], embedder: Any | None = None
 ) -> list[CorrectnessResult]:
@@ -187,13 +211,28 @@ def correctness_offline(
     premises: dict[tuple[str, str], Premise] = {}
     jobs: list[tuple[str, Premise]] = []
     spans: list[tuple[int, int, int]] = []
+    extra: list[tuple[list[ClaimCheck], list[ClaimCheck]]] = []
     for item in items:
         fixed = precheck(item, ["?"], ["?"])  # no ground truth, empty answer: no claims read
+        a_claims: list[str] = []
+        r_claims: list[str] = []
+        more: tuple[list[ClaimCheck], list[ClaimCheck]] = ([], [])
         if fixed is None:
             a_claims = split_claims(item.answer)
             r_claims = split_claims(item.reference or "")
             fixed = precheck(item, a_claims, r_claims)
+            gt_declines = declines(item.reference or "")
+            answer_declines = gt_declines and declines(item.answer)
+            if fixed is ZERO_NO_CLAIM and answer_declines:
+                fixed = None  # it declines, as the ground truth does in part
+            if fixed is None:
+                more = _decline_checks(item, gt_declines, answer_declines)
+                if not r_claims and a_claims:
+                    # the ground truth only declines: what it says the material does give
+                    # ("只说…", "they only say …") is weighed against the answer
+                    r_claims = [(item.reference or "").strip()]
         out.append(fixed)
+        extra.append(more)
         if fixed is not None:
             spans.append((0, 0, 0))
             continue
@@ -209,12 +248,11 @@ def correctness_offline(
         spans.append((start, start + len(a_claims), len(jobs)))
     checks = check_claims(jobs, embedder)
     results: list[CorrectnessResult] = []
-    for item, fixed, (start, mid, end) in zip(items, out, spans, strict=True):
+    for fixed, (start, mid, end), (a_more, r_more) in zip(out, spans, extra, strict=True):
         if fixed is not None:
             results.append(fixed)
             continue
-        r_checks = checks[mid:end] or [declined_reference_check(item)]
-        results.append(result_of(checks[start:mid], r_checks))
+        results.append(result_of([*checks[start:mid], *a_more], [*checks[mid:end], *r_more]))
     return results
 
 
