@@ -113,15 +113,34 @@ def split_claims(text: str) -> list[str]:
     """The claims of a text offline: its sentences (EN and ZH terminators), cut again at
     semicolons and contrasting clauses (", but", ", while", "，而", "，但"); markdown
     markers and citation markers ("[1]", "(Doc 2)", "【3】") removed; sentences that only
-    decline ("I don't know.", "文中没有提及") are not claims."""
+    decline ("I don't know.", "文中没有提及") are not claims, and of a sentence that
+    declines in one clause the other clauses are ("…，只提到…")."""
     cleaned = clean_answer(text)
     out: list[str] = []
     for s in split_sentences(cleaned):
         for piece in _CLAUSE_SPLIT.split(s.text):
             piece = piece.strip(" \t\n-*•")
-            if piece and _has_substance(piece) and not declining_sentence(piece):
+            if not piece or not _has_substance(piece):
+                continue
+            if not declining_sentence(piece):
                 out.append(piece)
+                continue
+            # a decline with a statement beside it ("上下文只显示水某于2023年3月1日被逮捕，
+            # 没有曹某的逮捕时间", "文档没有说明…，只提到…"): the statement is a claim
+            parts = [p.strip(" \t\n-*•") for p in _COMMA_SPLIT.split(piece)]
+            if len(parts) > 1:
+                out.extend(
+                    p
+                    for p in parts
+                    if p
+                    and _has_substance(p)
+                    and not declining_sentence(p)
+                    and not _polarity(p).cues  # "没有曹某的逮捕时间": the decline's own
+                )
     return out
+
+
+_COMMA_SPLIT: Final = re.compile(r"[，,]\s*")
 
 
 def _has_substance(text: str) -> bool:
@@ -151,7 +170,6 @@ def _facts_cached(text: str) -> _Facts:
         q
         for q in extract_quantities(text)
         if not any(s <= q.start < e or s < q.end <= e for s, e in spans)
-        and not (q.raw == "一" and not q.unit)  # "一支部队", "一种": an article, no count
     )
     return qs, dates
 
@@ -793,6 +811,8 @@ def _verdict(
     for _, n in aligned:
         unit = premise.units[n]
         for q in missing_q:
+            if q.raw[:1] == "一" and q.value == 1 and not q.unit:
+                continue  # "一支部队", "一名小孩": the article, no count to contradict
             # the clause's numbers the claim states too are accounted for ("$250,000,
             # more than the $200,000 …" against "$250,000"; "13个月" beside "1年1个月")
             other = [
