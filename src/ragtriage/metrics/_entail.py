@@ -272,18 +272,21 @@ _WORD_RE: Final = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d[\d.,]*")
 
 @dataclass(frozen=True, slots=True)
 class _Polarity:
-    """What a text negates: the head term after each cue (EN stem, ZH bigram), and the
-    text with its cues removed."""
+    """What a text negates: the head term after each cue (EN stem, ZH bigram), the text
+    with its cues removed, and each Chinese cue with the character after it ("无效",
+    "没有修": the same negation in two texts however the words after it run on)."""
 
     negated: frozenset[str]
     cues: tuple[str, ...]
     denegated: str
+    marks: frozenset[str] = frozenset()
 
 
 @lru_cache(maxsize=8192)
 def _polarity(text: str) -> _Polarity:
     negated: set[str] = set()
     cues: list[str] = []
+    marks: set[str] = set()
     removed: list[tuple[int, int]] = []
     for m in _EN_NEG.finditer(text):
         if _EN_NOT_NEG.match(text, m.end()):
@@ -304,6 +307,7 @@ def _polarity(text: str) -> _Polarity:
             if len(after) < 2 or not all("\u4e00" <= c <= "\u9fff" for c in after):
                 continue
             negated.add(after)
+            marks.add(m.group() + after[0])
             cues.append(m.group())
             removed.append((m.start(), m.end()))
     if not removed:
@@ -314,7 +318,7 @@ def _polarity(text: str) -> _Polarity:
         last = e
     pieces.append(text[last:])
     denegated = re.sub(r"\s{2,}", " ", "".join(pieces)).strip()
-    return _Polarity(frozenset(negated), tuple(cues), denegated)
+    return _Polarity(frozenset(negated), tuple(cues), denegated, frozenset(marks))
 
 
 def _covers(text: str, m: re.Match[str], word: str) -> bool:
@@ -867,14 +871,16 @@ def _verdict(
     shared_negation = False
     for n in best:
         unit = premise.units[n]
+        same_cue = bool(pol.marks & unit.polarity.marks)
+        shared_negation = shared_negation or same_cue
         for t in sorted(pol.negated):
             if t in unit.polarity.negated:
                 shared_negation = True
-            elif t in unit.terms:
+            elif t in unit.terms and not same_cue:
                 why = f"the claim negates {t!r}, the premise states it"
                 return ClaimCheck(claim, "contradicted", why)
         for t in sorted(unit.polarity.negated):
-            if t not in pol.negated and t in view.terms:
+            if t not in pol.negated and t in view.terms and not same_cue:
                 why = f"the premise negates {t!r}, the claim states it"
                 return ClaimCheck(claim, "contradicted", why)
         opp = _opposite(text, unit.text)
