@@ -570,7 +570,7 @@ class Premise:
         """The premise names ``name``: word for word, by a person's last name ("Reiersen"
         for "Tomas Reiersen"), or an acronym by its words ("CFO": "chief financial
         officer")."""
-        low = normalize(name)
+        low = _bare_name(normalize(name))
         if not low or f" {low} " in self.norm or (has_cjk(low) and low in self.norm):
             return True
         words = low.split()
@@ -754,8 +754,20 @@ def _predicates(text: str, names: Sequence[str]) -> list[tuple[str, frozenset[st
     return out
 
 
+#: the legal form ending a company's name: "Elevate Retail Inc." is "Elevate Retail"
+_LEGAL_FORMS: Final = frozenset("inc corp co ltd llc plc gmbh ag sa".split())
+
+
+def _bare_name(low: str) -> str:
+    """A normalised name without the legal form that ends it (one word at least kept)."""
+    words = low.split()
+    while len(words) > 1 and words[-1] in _LEGAL_FORMS:
+        words.pop()
+    return " ".join(words)
+
+
 def _same_name(a: str, b: str) -> bool:
-    la, lb = normalize(a).split(), normalize(b).split()
+    la, lb = _bare_name(normalize(a)).split(), _bare_name(normalize(b)).split()
     return bool(la and lb) and (la == lb or la[-1] == lb[-1])
 
 
