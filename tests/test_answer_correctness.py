@@ -114,9 +114,14 @@ def test_precision_recall_f1_hand_computed() -> None:
     assert verdicts == ["entailed", "entailed", "neutral", "neutral"]
     # reference: founded in 1999 in Springfield (Springfield missing), Ann Lee, retailers
     assert [c.verdict for c in r.reference_claims] == ["neutral", "entailed", "neutral"]
-    assert r.precision == pytest.approx(2 / 4)
-    assert r.recall == pytest.approx(1 / 3)
-    assert r.f1 == pytest.approx(2 * 0.5 * (1 / 3) / (0.5 + 1 / 3))
+    # a neutral claim counts with the share of its content the other side holds:
+    # "4,000 employees" none of 2; "Acme Corp … builds rockets in Texas" 2 words of 5;
+    # "Acme Corp was founded in 1999 in Springfield" 3 words and the year of 5; retailers 0
+    assert [c.coverage for c in r.answer_claims] == [None, None, 0.0, pytest.approx(2 / 5)]
+    assert [c.coverage for c in r.reference_claims] == [pytest.approx(4 / 5), None, 0.0]
+    assert r.precision == pytest.approx((1 + 1 + 0 + 2 / 5) / 4)
+    assert r.recall == pytest.approx((4 / 5 + 1 + 0) / 3)
+    assert r.f1 == pytest.approx(0.6)
 
 
 def test_empty_declining_and_unanswerable() -> None:

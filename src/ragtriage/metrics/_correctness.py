@@ -219,7 +219,9 @@ def correctness_offline(
         more: tuple[list[ClaimCheck], list[ClaimCheck]] = ([], [])
         if fixed is None:
             a_claims = split_claims(item.answer)
-            r_claims = split_claims(item.reference or "")
+            # a ground truth whose every sentence declines matches an answer that only
+            # declines (1.0); what it says beside its decline is weighed against claims
+            r_claims = split_claims(item.reference or "", beside_decline=False)
             fixed = precheck(item, a_claims, r_claims)
             gt_declines = declines(item.reference or "")
             answer_declines = gt_declines and declines(item.answer)
@@ -227,9 +229,10 @@ def correctness_offline(
                 fixed = None  # it declines, as the ground truth does in part
             if fixed is None:
                 more = _decline_checks(item, gt_declines, answer_declines)
+                # what the ground truth says the material does give ("…，只提到…",
+                # "they only say …") is weighed against the answer
+                r_claims = split_claims(item.reference or "")
                 if not r_claims and a_claims:
-                    # the ground truth only declines: what it says the material does give
-                    # ("只说…", "they only say …") is weighed against the answer
                     r_claims = [(item.reference or "").strip()]
         out.append(fixed)
         extra.append(more)

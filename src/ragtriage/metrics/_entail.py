@@ -109,12 +109,13 @@ _CLAUSE_SPLIT = re.compile(
 )
 
 
-def split_claims(text: str) -> list[str]:
+def split_claims(text: str, *, beside_decline: bool = True) -> list[str]:
     """The claims of a text offline: its sentences (EN and ZH terminators), cut again at
     semicolons and contrasting clauses (", but", ", while", "，而", "，但"); markdown
     markers and citation markers ("[1]", "(Doc 2)", "【3】") removed; sentences that only
     decline ("I don't know.", "文中没有提及") are not claims, and of a sentence that
-    declines in one clause the other clauses are ("…，只提到…")."""
+    declines in one clause the other clauses are ("…，只提到…"; not with
+    ``beside_decline=False``)."""
     cleaned = clean_answer(text)
     out: list[str] = []
     for s in split_sentences(cleaned):
@@ -128,7 +129,7 @@ def split_claims(text: str) -> list[str]:
             # a decline with a statement beside it ("上下文只显示水某于2023年3月1日被逮捕，
             # 没有曹某的逮捕时间", "文档没有说明…，只提到…"): the statement is a claim
             parts = [p.strip(" \t\n-*•") for p in _COMMA_SPLIT.split(piece)]
-            if len(parts) > 1:
+            if beside_decline and len(parts) > 1:
                 out.extend(
                     p
                     for p in parts
