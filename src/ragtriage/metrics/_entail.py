@@ -76,6 +76,8 @@ __all__ = [
 
 Entailment = Literal["entailed", "contradicted", "neutral", "undetermined"]
 
+#: what a number, date or name weighs in :func:`coverage`, in content words
+FACT_WEIGHT: Final = 3
 #: share of a claim's content words (facts aside) the premise must hold: entailed
 SUPPORT: Final = 0.7
 #: from this share up to SUPPORT, the embedder decides (paraphrase)
@@ -120,7 +122,7 @@ def split_claims(text: str, *, beside_decline: bool = True) -> list[str]:
     out: list[str] = []
     for s in split_sentences(cleaned):
         for piece in _CLAUSE_SPLIT.split(s.text):
-            piece = piece.strip(" \t\n-*•")
+            piece = _FRAME.sub("", piece.strip(" \t\n-*•"))
             if not piece or not _has_substance(piece):
                 continue
             if not declining_sentence(piece):
@@ -131,7 +133,7 @@ def split_claims(text: str, *, beside_decline: bool = True) -> list[str]:
             parts = [p.strip(" \t\n-*•") for p in _COMMA_SPLIT.split(piece)]
             if beside_decline and len(parts) > 1:
                 out.extend(
-                    p
+                    _FRAME.sub("", p)
                     for p in parts
                     if p
                     and _has_substance(p)
@@ -142,6 +144,15 @@ def split_claims(text: str, *, beside_decline: bool = True) -> list[str]:
 
 
 _COMMA_SPLIT: Final = re.compile(r"[，,]\s*")
+#: the frame of what a declining text says the material does give ("they only say that
+#: …", "只提到…"): the source speaking, no content of the claim
+_FRAME: Final = re.compile(
+    r"^(?:(?:but|and)\s+)?(?:they|it|the\s+(?:documents?|context|text|record|passages?|"
+    r"sources?|excerpts?|material))\s+(?:only\s+)?"
+    r"(?:says?|states?|mentions?|notes?|shows?|describes?|gives?)\s+(?:that\s+)?"
+    r"|^(?:但|而)?(?:只|仅|只是)(?:说|提到|提及|显示|写到|记载|说明)了?",
+    re.IGNORECASE,
+)
 
 
 def _has_substance(text: str) -> bool:
@@ -956,8 +967,10 @@ _PENDING: Final = "waiting for the embedder"
 def coverage(claim: str, premise: Premise) -> float:
     """The share of a claim's content the premise holds: its content words (EN stems, ZH
     characters as :func:`content_support` weighs them; filler and words only the
-    background has count neither way) and its numbers and dates (by value). 0.0 for a
-    claim with nothing to weigh."""
+    background has count neither way) and its numbers, dates (by value) and names, each
+    of these weighing :data:`FACT_WEIGHT` words (the slot a question asks for is most
+    often one: "He paid $5,000" holds "paid" but not the amount). 0.0 for a claim with
+    nothing to weigh."""
     text = clean_answer(claim).strip().rstrip(_TERMINAL)
     sup = content_support(text, [premise.text])
     total, missing = sup.total, sup.unsupported
@@ -971,9 +984,12 @@ def coverage(claim: str, premise: Premise) -> float:
             missing -= _weight(e)
     qs, ds = _facts_of(text)
     own_q, own_d = premise.pools.own_quantities, premise.pools.own_dates
-    total += len(qs) + len(ds)
-    missing += sum(not own_q.matches(q) for q in qs)
-    missing += sum(not any(dates_match(d, p) for p in own_d) for d in ds)
+    total += FACT_WEIGHT * (len(qs) + len(ds))
+    missing += FACT_WEIGHT * sum(not own_q.matches(q) for q in qs)
+    missing += FACT_WEIGHT * sum(not any(dates_match(d, p) for p in own_d) for d in ds)
+    names = _claim_names(text)  # counted among the words already: the rest of the weight
+    total += (FACT_WEIGHT - 1) * len(names)
+    missing += (FACT_WEIGHT - 1) * sum(not premise.has_name(n) for n in names)
     if total <= 0:
         return 0.0
     return max(0.0, min(1.0, 1.0 - missing / total))
