@@ -12,9 +12,14 @@ clauses, verdicts from :mod:`ragtriage.metrics._entail`), and the LLM one in
 ``answer_correctness.precision``, ``.recall`` and ``.f1``.
 
 Conventions: an empty answer scores 0 on all three (it states nothing correct); an answer
-that only declines ("I don't know.") has no claim and scores 0 too; an example without a
-ground-truth answer leaves all three ``undetermined``; a claim the checker cannot decide
-is left out of its share, and a share with no decided claim is ``undetermined``.
+that only declines ("I don't know.") has no claim and scores 0 too, unless the ground
+truth declines (in whole or in part): its decline is then one claim of the ground truth,
+made by an answer that declines too (whose decline counts as a correct claim of the
+answer); an example without a ground-truth answer leaves all three ``undetermined``; a
+claim the checker cannot decide is left out of its share, and a share with no decided
+claim is ``undetermined``. Offline, a neutral claim counts with the share of its content
+the other side holds (:attr:`ClaimCheck.coverage`), an entailed one 1, a contradicted
+one 0.
 """
 
 from __future__ import annotations
