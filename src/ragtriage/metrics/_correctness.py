@@ -254,7 +254,7 @@ def correctness_offline(
         jobs.extend((c, gt) for c in a_claims)
         jobs.extend((c, ans) for c in r_claims)
         spans.append((start, start + len(a_claims), len(jobs)))
-    checks = check_claims(jobs, embedder)
+    checks = check_claims(jobs, embedder, with_coverage=True)
     results: list[CorrectnessResult] = []
     for fixed, (start, mid, end), (a_more, r_more) in zip(out, spans, extra, strict=True):
         if fixed is not None:

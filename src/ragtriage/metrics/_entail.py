@@ -1025,12 +1025,15 @@ class _Lookup:
 
 
 def check_claims(
-    items: Sequence[tuple[str, Premise]], embedder: Any | None = None
+    items: Sequence[tuple[str, Premise]],
+    embedder: Any | None = None,
+    *,
+    with_coverage: bool = False,
 ) -> list[ClaimCheck]:
     """The verdict of each ``(claim, premise)``; with an embedder (anything with
     ``embed(texts)``), the claims in the paraphrase band are compared with their best
     premise sentences in one batch. A claim repeated against the same premise is judged
-    once."""
+    once. ``with_coverage``: each neutral claim's :func:`coverage` too."""
     unique: dict[tuple[str, int], tuple[str, Premise]] = {}
     for c, p in items:
         unique.setdefault((c, id(p)), (c, p))
@@ -1051,9 +1054,10 @@ def check_claims(
                 for (c, p), r in zip(jobs, first, strict=True)
             ]
         done = first
-    done = [
-        replace(r, coverage=coverage(c, p)) if r.verdict == "neutral" else r
-        for (c, p), r in zip(jobs, done, strict=True)
-    ]
+    if with_coverage:
+        done = [
+            replace(r, coverage=coverage(c, p)) if r.verdict == "neutral" else r
+            for (c, p), r in zip(jobs, done, strict=True)
+        ]
     by_key = dict(zip(unique, done, strict=True))
     return [by_key[(c, id(p))] for c, p in items]
