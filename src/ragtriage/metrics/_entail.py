@@ -150,7 +150,8 @@ _FRAME: Final = re.compile(
     r"^(?:(?:but|and)\s+)?(?:they|it|the\s+(?:documents?|context|text|record|passages?|"
     r"sources?|excerpts?|material))\s+(?:only\s+)?"
     r"(?:says?|states?|mentions?|notes?|shows?|describes?|gives?)\s+(?:that\s+)?"
-    r"|^(?:但|而)?(?:只|仅|只是)(?:说|提到|提及|显示|写到|记载|说明)了?",
+    r"|^(?:但|而)?(?:上下文|文档|资料|材料|文中|原文)?(?:中)?(?:只|仅|只是)"
+    r"(?:说|提到|提及|显示|写到|记载|说明)了?",
     re.IGNORECASE,
 )
 
@@ -852,8 +853,11 @@ def _verdict(
                 why = f"number {q.raw!r} where the premise has {other[0].raw!r}"
                 return ClaimCheck(claim, "contradicted", why)
         for d in missing_d:
-            if unit.dates:
-                why = f"date {d.raw!r} where the premise has {unit.dates[0].raw!r}"
+            # a date of the clause the claim states too is accounted for ("司机…1979年…，
+            # 庭长…1971年…" against "司机…1979年…")
+            others = [u for u in unit.dates if not any(dates_match(c, u) for c in ds)]
+            if others:
+                why = f"date {d.raw!r} where the premise has {others[0].raw!r}"
                 return ClaimCheck(claim, "contradicted", why)
     for name in missing_n:
         for s in sentences:
