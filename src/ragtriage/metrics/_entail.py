@@ -150,8 +150,8 @@ _FRAME: Final = re.compile(
     r"^(?:(?:but|and)\s+)?(?:they|it|the\s+(?:documents?|context|text|record|passages?|"
     r"sources?|excerpts?|material))\s+(?:only\s+)?"
     r"(?:says?|states?|mentions?|notes?|shows?|describes?|gives?)\s+(?:that\s+)?"
-    r"|^(?:但|而)?(?:上下文|文档|资料|材料|文中|原文)?(?:中)?(?:只|仅|只是)"
-    r"(?:说|提到|提及|显示|写到|记载|说明)了?",
+    r"|^(?:但|而)?(?:上下文|文档|资料|材料|文中|原文)?(?:中)?(?:只是|只|仅)"
+    r"(?:说明|提到|提及|显示|写到|记载|说)了?",
     re.IGNORECASE,
 )
 
@@ -527,6 +527,7 @@ class Premise:
     units: list[_Unit] = field(default_factory=list)
     index: dict[str, list[int]] = field(default_factory=dict)
     norm: str = ""
+    own_norm: str = ""
     background_terms: frozenset[str] = frozenset()
     cleaned: str = ""
     _pools: _Pools | None = None
@@ -543,7 +544,8 @@ class Premise:
                 p.units.append(unit)
                 for t in unit.terms:
                     p.index.setdefault(t, []).append(n)
-        p.norm = f" {normalize(cleaned)} {normalize(background)} "
+        p.own_norm = f" {normalize(cleaned)} "
+        p.norm = f"{p.own_norm}{normalize(background)} "
         p.background_terms = _terms(background) if background.strip() else frozenset()
         return p
 
@@ -579,24 +581,25 @@ class Premise:
         scored.sort(key=lambda x: (-x[0], x[1]))
         return [(r, n) for r, n in scored[:limit] if r >= ALIGNED]
 
-    def has_name(self, name: str) -> bool:
+    def has_name(self, name: str, *, own: bool = False) -> bool:
         """The premise names ``name``: word for word, by a person's last name ("Reiersen"
         for "Tomas Reiersen"), or an acronym by its words ("CFO": "chief financial
-        officer")."""
+        officer"); ``own``: in its text, the background left out."""
+        norm = self.own_norm if own else self.norm
         low = _bare_name(normalize(name))
-        if not low or f" {low} " in self.norm or (has_cjk(low) and low in self.norm):
+        if not low or f" {low} " in norm or (has_cjk(low) and low in norm):
             return True
         words = low.split()
         if 2 <= len(words) <= 3 and not set(words) & _CONNECTORS:
-            return f" {words[-1]} " in self.norm and words[-1] not in _GENERIC_NAME_WORDS
+            return f" {words[-1]} " in norm and words[-1] not in _GENERIC_NAME_WORDS
         if len(words) > 1:
             return all(
-                f" {w} " in self.norm or self.has_name(w.upper())
+                f" {w} " in norm or self.has_name(w.upper(), own=own)
                 for w in words
                 if w not in _CONNECTORS
             )
         if name.isupper() and 2 <= len(name) <= 6:
-            return _acronym_in(name, self.norm)
+            return _acronym_in(name, norm)
         return False
 
 
@@ -837,8 +840,16 @@ def _verdict(
     missing_q = [q for q in qs if not premise.pools.quantities.matches(q)]
     missing_d = [d for d in ds if not any(dates_match(d, p) for p in premise.pools.dates)]
     missing_n = [n for n in names if not premise.has_name(n)]
+    # a claim about someone the premise never names is not the statement of a clause
+    # about someone else: their numbers and dates do not conflict ("Q. White was
+    # sentenced to 4 years" against "V. Martin … 12 years"; "It … 12 years" still does)
+    unnamed = bool(names) and not any(premise.has_name(n, own=True) for n in names)
     for _, n in aligned:
         unit = premise.units[n]
+        if unnamed and any(
+            not any(_same_name(u, c) for c in names) for u in _claim_names(unit.text)
+        ):
+            continue
         for q in missing_q:
             if q.raw[:1] == "一" and q.value == 1 and not q.unit:
                 continue  # "一支部队", "一名小孩": the article, no count to contradict
