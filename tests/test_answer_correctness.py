@@ -114,9 +114,17 @@ def test_precision_recall_f1_hand_computed() -> None:
     assert verdicts == ["entailed", "entailed", "neutral", "neutral"]
     # reference: founded in 1999 in Springfield (Springfield missing), Ann Lee, retailers
     assert [c.verdict for c in r.reference_claims] == ["neutral", "entailed", "neutral"]
-    assert r.precision == pytest.approx(2 / 4)
-    assert r.recall == pytest.approx(1 / 3)
-    assert r.f1 == pytest.approx(2 * 0.5 * (1 / 3) / (0.5 + 1 / 3))
+    # a neutral claim counts with the share of its content the other side holds, a
+    # number, date or name weighing three words: "4,000 employees" none; "Acme Corp …
+    # builds rockets in Texas" 5 words and 2 names (2 more each), Acme Corp there: 4 of 9;
+    # "Acme Corp was founded in 1999 in Springfield": 4 words, the year (3) and 2 names,
+    # all but Springfield (1 + 2): 8 of 11; "sells widgets to retailers" none
+    assert [c.coverage for c in r.answer_claims] == [None, None, 0.0, pytest.approx(4 / 9)]
+    assert [c.coverage for c in r.reference_claims] == [pytest.approx(8 / 11), None, 0.0]
+    p, rc = (1 + 1 + 0 + 4 / 9) / 4, (8 / 11 + 1 + 0) / 3
+    assert r.precision == pytest.approx(p)
+    assert r.recall == pytest.approx(rc)
+    assert r.f1 == pytest.approx(2 * p * rc / (p + rc))
 
 
 def test_empty_declining_and_unanswerable() -> None:
@@ -288,6 +296,34 @@ def test_a_ground_truth_that_declines() -> None:
         ]
     )
     assert (both.precision, both.recall, both.f1) == (1.0, 1.0, 1.0)
-    # "Sun paid the family" is what the ground truth gives; "$5,000" is not there
+    # "Sun paid the family" is what the ground truth gives; "$5,000" is not there: of "He
+    # paid $5,000" only "paid" (1 word of 1 + 3 for the amount)
     assert [c.verdict for c in claims.answer_claims] == ["entailed", "neutral"]
-    assert claims.precision == 0.5 and claims.recall == 0.0 and claims.f1 == 0.0
+    assert claims.answer_claims[1].coverage == pytest.approx(1 / 4)
+    assert claims.precision == pytest.approx((1 + 1 / 4) / 2)
+    # the ground truth's two claims: what it says the material gives (in the answer) and
+    # its decline (not made by the answer)
+    assert [c.verdict for c in claims.reference_claims] == ["entailed", "neutral"]
+    assert claims.reference_claims[1].reason == "the ground truth declines, the answer does not"
+    assert claims.recall == pytest.approx(1 / 2)
+    assert claims.f1 is not None and claims.f1 < both.f1
+
+
+def test_a_ground_truth_that_declines_in_part() -> None:
+    gt = "The documents do not give its height; they only say construction began in 2006."
+    q = "How tall is the tower?"
+    idk, partial, both, none = correctness_offline(
+        [
+            CorrectnessInput("I don't know.", gt, q),
+            CorrectnessInput("Construction began in 2006.", gt, q),
+            CorrectnessInput("Its height is not given; construction began in 2006.", gt, q),
+            CorrectnessInput("The tower is 300 metres tall.", gt, q),
+        ]
+    )
+    # the decline is a claim of its own: an answer that declines makes it (precision 1),
+    # and misses what the ground truth gives beside it (recall 1 of 2)
+    assert (idk.precision, idk.recall) == (1.0, 0.5)
+    assert idk.answer_claims[0].reason == "both say the material does not answer"
+    assert partial.precision == 1.0 and partial.recall == 0.5
+    assert (both.precision, both.recall, both.f1) == (1.0, 1.0, 1.0)
+    assert none.f1 is not None and none.f1 < 0.3

@@ -12,9 +12,14 @@ clauses, verdicts from :mod:`ragtriage.metrics._entail`), and the LLM one in
 ``answer_correctness.precision``, ``.recall`` and ``.f1``.
 
 Conventions: an empty answer scores 0 on all three (it states nothing correct); an answer
-that only declines ("I don't know.") has no claim and scores 0 too; an example without a
-ground-truth answer leaves all three ``undetermined``; a claim the checker cannot decide
-is left out of its share, and a share with no decided claim is ``undetermined``.
+that only declines ("I don't know.") has no claim and scores 0 too, unless the ground
+truth declines (in whole or in part): its decline is then one claim of the ground truth,
+made by an answer that declines too (whose decline counts as a correct claim of the
+answer); an example without a ground-truth answer leaves all three ``undetermined``; a
+claim the checker cannot decide is left out of its share, and a share with no decided
+claim is ``undetermined``. Offline, a neutral claim counts with the share of its content
+the other side holds (:attr:`ClaimCheck.coverage`), an entailed one 1, a contradicted
+one 0.
 """
 
 from __future__ import annotations
@@ -23,10 +28,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from ragtriage.diagnosis.answer_styles import declining_sentence
+from ragtriage.diagnosis.answer_styles import clean_answer, declining_sentence
 from ragtriage.metrics._entail import ClaimCheck, Premise, check_claims, split_claims
 from ragtriage.metrics._judgements import MetricScore
 from ragtriage.records import Trace
+from ragtriage.text import split_sentences
 
 __all__ = [
     "BOTH_DECLINE",
@@ -92,7 +98,18 @@ def _share(checks: Sequence[ClaimCheck]) -> float | None:
     decided = [c for c in checks if c.verdict != "undetermined"]
     if not decided:
         return None
-    return sum(c.verdict == "entailed" for c in decided) / len(decided)
+    return sum(_credit(c) for c in decided) / len(decided)
+
+
+def _credit(check: ClaimCheck) -> float:
+    """What one decided claim counts: 1 entailed, 0 contradicted, and a neutral claim the
+    share of its content the other side holds (:attr:`ClaimCheck.coverage`; 0 when not
+    measured) -- a long claim missing one slot is mostly there, not absent."""
+    if check.verdict == "entailed":
+        return 1.0
+    if check.verdict == "neutral" and check.coverage is not None:
+        return check.coverage
+    return 0.0
 
 
 def _f1(p: float | None, r: float | None) -> float | None:
@@ -168,6 +185,29 @@ def precheck(
     return None
 
 
+def declines(text: str) -> bool:
+    """Some sentence of ``text`` says the material does not answer ("The documents do not
+    give its height; they only say …", "我不知道。")."""
+    return any(declining_sentence(s.text) for s in split_sentences(clean_answer(text)))
+
+
+def _decline_checks(
+    item: CorrectnessInput, gt_declines: bool, answer_declines: bool
+) -> tuple[list[ClaimCheck], list[ClaimCheck]]:
+    """The decline as one claim on each side: a ground truth that says (in part) that the
+    material does not answer makes that claim, which an answer saying so too entails and
+    any other answer does not; the answer's own decline then counts as a claim the ground
+    truth entails. An answer's decline where the ground truth answers is no claim."""
+    if not gt_declines:
+        return [], []
+    if answer_declines:
+        why = "both say the material does not answer"
+        return [ClaimCheck("(declines)", "entailed", why)], [
+            ClaimCheck("(declines)", "entailed", why)
+        ]
+    return [], [declined_reference_check(item)]
+
+
 def correctness_offline(
     items: Sequence[CorrectnessInput], embedder: Any | None = None
 ) -> list[CorrectnessResult]:
@@ -176,13 +216,31 @@ def correctness_offline(
     premises: dict[tuple[str, str], Premise] = {}
     jobs: list[tuple[str, Premise]] = []
     spans: list[tuple[int, int, int]] = []
+    extra: list[tuple[list[ClaimCheck], list[ClaimCheck]]] = []
     for item in items:
         fixed = precheck(item, ["?"], ["?"])  # no ground truth, empty answer: no claims read
+        a_claims: list[str] = []
+        r_claims: list[str] = []
+        more: tuple[list[ClaimCheck], list[ClaimCheck]] = ([], [])
         if fixed is None:
             a_claims = split_claims(item.answer)
-            r_claims = split_claims(item.reference or "")
+            # a ground truth whose every sentence declines matches an answer that only
+            # declines (1.0); what it says beside its decline is weighed against claims
+            r_claims = split_claims(item.reference or "", beside_decline=False)
             fixed = precheck(item, a_claims, r_claims)
+            gt_declines = declines(item.reference or "")
+            answer_declines = gt_declines and declines(item.answer)
+            if fixed is ZERO_NO_CLAIM and answer_declines:
+                fixed = None  # it declines, as the ground truth does in part
+            if fixed is None:
+                more = _decline_checks(item, gt_declines, answer_declines)
+                # what the ground truth says the material does give ("…，只提到…",
+                # "they only say …") is weighed against the answer
+                r_claims = split_claims(item.reference or "")
+                if not r_claims and a_claims:
+                    r_claims = [(item.reference or "").strip()]
         out.append(fixed)
+        extra.append(more)
         if fixed is not None:
             spans.append((0, 0, 0))
             continue
@@ -196,14 +254,13 @@ def correctness_offline(
         jobs.extend((c, gt) for c in a_claims)
         jobs.extend((c, ans) for c in r_claims)
         spans.append((start, start + len(a_claims), len(jobs)))
-    checks = check_claims(jobs, embedder)
+    checks = check_claims(jobs, embedder, with_coverage=True)
     results: list[CorrectnessResult] = []
-    for item, fixed, (start, mid, end) in zip(items, out, spans, strict=True):
+    for fixed, (start, mid, end), (a_more, r_more) in zip(out, spans, extra, strict=True):
         if fixed is not None:
             results.append(fixed)
             continue
-        r_checks = checks[mid:end] or [declined_reference_check(item)]
-        results.append(result_of(checks[start:mid], r_checks))
+        results.append(result_of([*checks[start:mid], *a_more], [*checks[mid:end], *r_more]))
     return results
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Final, Literal
 
@@ -76,6 +76,8 @@ __all__ = [
 
 Entailment = Literal["entailed", "contradicted", "neutral", "undetermined"]
 
+#: what a number, date or name weighs in :func:`coverage`, in content words
+FACT_WEIGHT: Final = 3
 #: share of a claim's content words (facts aside) the premise must hold: entailed
 SUPPORT: Final = 0.7
 #: from this share up to SUPPORT, the embedder decides (paraphrase)
@@ -94,6 +96,9 @@ class ClaimCheck:
     claim: str
     verdict: Entailment
     reason: str = ""
+    #: for a *neutral* claim, the share of its content (words and facts) the premise
+    #: holds (partial credit: "ten years" found, "$100,000 fine" not); ``None`` otherwise
+    coverage: float | None = None
 
 
 # --------------------------------------------------------------------------- claims
@@ -106,19 +111,49 @@ _CLAUSE_SPLIT = re.compile(
 )
 
 
-def split_claims(text: str) -> list[str]:
+def split_claims(text: str, *, beside_decline: bool = True) -> list[str]:
     """The claims of a text offline: its sentences (EN and ZH terminators), cut again at
     semicolons and contrasting clauses (", but", ", while", "，而", "，但"); markdown
     markers and citation markers ("[1]", "(Doc 2)", "【3】") removed; sentences that only
-    decline ("I don't know.", "文中没有提及") are not claims."""
+    decline ("I don't know.", "文中没有提及") are not claims, and of a sentence that
+    declines in one clause the other clauses are ("…，只提到…"; not with
+    ``beside_decline=False``)."""
     cleaned = clean_answer(text)
     out: list[str] = []
     for s in split_sentences(cleaned):
         for piece in _CLAUSE_SPLIT.split(s.text):
-            piece = piece.strip(" \t\n-*•")
-            if piece and _has_substance(piece) and not declining_sentence(piece):
+            piece = _FRAME.sub("", piece.strip(" \t\n-*•"))
+            if not piece or not _has_substance(piece):
+                continue
+            if not declining_sentence(piece):
                 out.append(piece)
+                continue
+            # a decline with a statement beside it ("上下文只显示水某于2023年3月1日被逮捕，
+            # 没有曹某的逮捕时间", "文档没有说明…，只提到…"): the statement is a claim
+            parts = [p.strip(" \t\n-*•") for p in _COMMA_SPLIT.split(piece)]
+            if beside_decline and len(parts) > 1:
+                out.extend(
+                    _FRAME.sub("", p)
+                    for p in parts
+                    if p
+                    and _has_substance(p)
+                    and not declining_sentence(p)
+                    and not _polarity(p).cues  # "没有曹某的逮捕时间": the decline's own
+                )
     return out
+
+
+_COMMA_SPLIT: Final = re.compile(r"[，,]\s*")
+#: the frame of what a declining text says the material does give ("they only say that
+#: …", "只提到…"): the source speaking, no content of the claim
+_FRAME: Final = re.compile(
+    r"^(?:(?:but|and)\s+)?(?:they|it|the\s+(?:documents?|context|text|record|passages?|"
+    r"sources?|excerpts?|material))\s+(?:only\s+)?"
+    r"(?:says?|states?|mentions?|notes?|shows?|describes?|gives?)\s+(?:that\s+)?"
+    r"|^(?:但|而)?(?:上下文|文档|资料|材料|文中|原文)?(?:中)?(?:只是|只|仅)"
+    r"(?:说明|提到|提及|显示|写到|记载|说)了?",
+    re.IGNORECASE,
+)
 
 
 def _has_substance(text: str) -> bool:
@@ -250,18 +285,21 @@ _WORD_RE: Final = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d[\d.,]*")
 
 @dataclass(frozen=True, slots=True)
 class _Polarity:
-    """What a text negates: the head term after each cue (EN stem, ZH bigram), and the
-    text with its cues removed."""
+    """What a text negates: the head term after each cue (EN stem, ZH bigram), the text
+    with its cues removed, and each Chinese cue with the character after it ("无效",
+    "没有修": the same negation in two texts however the words after it run on)."""
 
     negated: frozenset[str]
     cues: tuple[str, ...]
     denegated: str
+    marks: frozenset[str] = frozenset()
 
 
 @lru_cache(maxsize=8192)
 def _polarity(text: str) -> _Polarity:
     negated: set[str] = set()
     cues: list[str] = []
+    marks: set[str] = set()
     removed: list[tuple[int, int]] = []
     for m in _EN_NEG.finditer(text):
         if _EN_NOT_NEG.match(text, m.end()):
@@ -282,6 +320,7 @@ def _polarity(text: str) -> _Polarity:
             if len(after) < 2 or not all("\u4e00" <= c <= "\u9fff" for c in after):
                 continue
             negated.add(after)
+            marks.add(m.group() + after[0])
             cues.append(m.group())
             removed.append((m.start(), m.end()))
     if not removed:
@@ -292,7 +331,7 @@ def _polarity(text: str) -> _Polarity:
         last = e
     pieces.append(text[last:])
     denegated = re.sub(r"\s{2,}", " ", "".join(pieces)).strip()
-    return _Polarity(frozenset(negated), tuple(cues), denegated)
+    return _Polarity(frozenset(negated), tuple(cues), denegated, frozenset(marks))
 
 
 def _covers(text: str, m: re.Match[str], word: str) -> bool:
@@ -488,6 +527,7 @@ class Premise:
     units: list[_Unit] = field(default_factory=list)
     index: dict[str, list[int]] = field(default_factory=dict)
     norm: str = ""
+    own_norm: str = ""
     background_terms: frozenset[str] = frozenset()
     cleaned: str = ""
     _pools: _Pools | None = None
@@ -504,7 +544,8 @@ class Premise:
                 p.units.append(unit)
                 for t in unit.terms:
                     p.index.setdefault(t, []).append(n)
-        p.norm = f" {normalize(cleaned)} {normalize(background)} "
+        p.own_norm = f" {normalize(cleaned)} "
+        p.norm = f"{p.own_norm}{normalize(background)} "
         p.background_terms = _terms(background) if background.strip() else frozenset()
         return p
 
@@ -540,24 +581,25 @@ class Premise:
         scored.sort(key=lambda x: (-x[0], x[1]))
         return [(r, n) for r, n in scored[:limit] if r >= ALIGNED]
 
-    def has_name(self, name: str) -> bool:
+    def has_name(self, name: str, *, own: bool = False) -> bool:
         """The premise names ``name``: word for word, by a person's last name ("Reiersen"
         for "Tomas Reiersen"), or an acronym by its words ("CFO": "chief financial
-        officer")."""
-        low = normalize(name)
-        if not low or f" {low} " in self.norm or (has_cjk(low) and low in self.norm):
+        officer"); ``own``: in its text, the background left out."""
+        norm = self.own_norm if own else self.norm
+        low = _bare_name(normalize(name))
+        if not low or f" {low} " in norm or (has_cjk(low) and low in norm):
             return True
         words = low.split()
         if 2 <= len(words) <= 3 and not set(words) & _CONNECTORS:
-            return f" {words[-1]} " in self.norm and words[-1] not in _GENERIC_NAME_WORDS
+            return f" {words[-1]} " in norm and words[-1] not in _GENERIC_NAME_WORDS
         if len(words) > 1:
             return all(
-                f" {w} " in self.norm or self.has_name(w.upper())
+                f" {w} " in norm or self.has_name(w.upper(), own=own)
                 for w in words
                 if w not in _CONNECTORS
             )
         if name.isupper() and 2 <= len(name) <= 6:
-            return _acronym_in(name, self.norm)
+            return _acronym_in(name, norm)
         return False
 
 
@@ -622,6 +664,23 @@ def _own_support(claim: str, premise: Premise) -> bool:
         return True
     own_sup = content_support(claim.rstrip(_TERMINAL), [premise.text])
     return own_sup.unsupported < own_sup.total
+
+
+def _foreign(filler: str, piece: str, claim: str) -> bool:
+    """A Chinese ``filler`` (what the premise puts where the claim has ``piece``) is
+    something else, not the claim reworded or reordered: at least half of its content is
+    not elsewhere in the claim ("'物业公司负责…维修' where the claim has '梧桐市橙园街某物业公司'" is the
+    claim's own words around a shorter name); Chinese, it also holds two content
+    characters ("被" for "分批" is a function word) and none of the piece's ("随后" for
+    "后来" rewords it)."""
+    if not has_cjk(filler):
+        return True  # English fillers are names already (a passive reorders them freely)
+    rest = claim.replace(piece, " ")
+    chars = [c for c in filler if has_cjk(c) and c not in _ZH_STOP]
+    if len(chars) < 2 or set(chars) & set(piece):
+        return False
+    inside = sum(c in rest for c in chars)
+    return 2 * inside < len(chars)
 
 
 def _claim_names(claim: str) -> list[str]:
@@ -711,8 +770,20 @@ def _predicates(text: str, names: Sequence[str]) -> list[tuple[str, frozenset[st
     return out
 
 
+#: the legal form ending a company's name: "Elevate Retail Inc." is "Elevate Retail"
+_LEGAL_FORMS: Final = frozenset("inc corp co ltd llc plc gmbh ag sa".split())
+
+
+def _bare_name(low: str) -> str:
+    """A normalised name without the legal form that ends it (one word at least kept)."""
+    words = low.split()
+    while len(words) > 1 and words[-1] in _LEGAL_FORMS:
+        words.pop()
+    return " ".join(words)
+
+
 def _same_name(a: str, b: str) -> bool:
-    la, lb = normalize(a).split(), normalize(b).split()
+    la, lb = _bare_name(normalize(a)).split(), _bare_name(normalize(b)).split()
     return bool(la and lb) and (la == lb or la[-1] == lb[-1])
 
 
@@ -769,21 +840,40 @@ def _verdict(
     missing_q = [q for q in qs if not premise.pools.quantities.matches(q)]
     missing_d = [d for d in ds if not any(dates_match(d, p) for p in premise.pools.dates)]
     missing_n = [n for n in names if not premise.has_name(n)]
+    # a claim about someone the premise never names is not the statement of a clause
+    # about someone else: their numbers and dates do not conflict ("Q. White was
+    # sentenced to 4 years" against "V. Martin … 12 years"; "It … 12 years" still does)
+    unnamed = bool(names) and not any(premise.has_name(n, own=True) for n in names)
     for _, n in aligned:
         unit = premise.units[n]
+        if unnamed and any(
+            not any(_same_name(u, c) for c in names) for u in _claim_names(unit.text)
+        ):
+            continue
         for q in missing_q:
-            other = [p for p in unit.quantities if p.unit == q.unit]
+            if q.raw[:1] == "一" and q.value == 1 and not q.unit:
+                continue  # "一支部队", "一名小孩": the article, no count to contradict
+            # the clause's numbers the claim states too are accounted for ("$250,000,
+            # more than the $200,000 …" against "$250,000"; "13个月" beside "1年1个月")
+            other = [
+                p
+                for p in unit.quantities
+                if p.unit == q.unit and not any(quantities_match(c, p) for c in qs)
+            ]
             if other:
                 why = f"number {q.raw!r} where the premise has {other[0].raw!r}"
                 return ClaimCheck(claim, "contradicted", why)
         for d in missing_d:
-            if unit.dates:
-                why = f"date {d.raw!r} where the premise has {unit.dates[0].raw!r}"
+            # a date of the clause the claim states too is accounted for ("司机…1979年…，
+            # 庭长…1971年…" against "司机…1979年…")
+            others = [u for u in unit.dates if not any(dates_match(c, u) for c in ds)]
+            if others:
+                why = f"date {d.raw!r} where the premise has {others[0].raw!r}"
                 return ClaimCheck(claim, "contradicted", why)
     for name in missing_n:
         for s in sentences:
             filler = keypoint_replaced(name, text, s)
-            if filler is not None:
+            if filler is not None and _foreign(filler, name, text):
                 why = f"{filler.strip()!r} where the claim has {name!r}"
                 return ClaimCheck(claim, "contradicted", why)
     for s in best_sentences:
@@ -813,21 +903,23 @@ def _verdict(
             continue
         for s in sentences:
             filler = keypoint_replaced(piece, text, s)
-            if filler is not None:
+            if filler is not None and _foreign(filler, piece, text):
                 why = f"{filler.strip()!r} where the claim has {piece!r}"
                 return ClaimCheck(claim, "contradicted", why)
     # -- negation and opposites in the best-aligned clauses
     shared_negation = False
     for n in best:
         unit = premise.units[n]
+        same_cue = bool(pol.marks & unit.polarity.marks)
+        shared_negation = shared_negation or same_cue
         for t in sorted(pol.negated):
             if t in unit.polarity.negated:
                 shared_negation = True
-            elif t in unit.terms:
+            elif t in unit.terms and not same_cue:
                 why = f"the claim negates {t!r}, the premise states it"
                 return ClaimCheck(claim, "contradicted", why)
         for t in sorted(unit.polarity.negated):
-            if t not in pol.negated and t in view.terms:
+            if t not in pol.negated and t in view.terms and not same_cue:
                 why = f"the premise negates {t!r}, the claim states it"
                 return ClaimCheck(claim, "contradicted", why)
         opp = _opposite(text, unit.text)
@@ -887,6 +979,37 @@ def _verdict(
 _PENDING: Final = "waiting for the embedder"
 
 
+def coverage(claim: str, premise: Premise) -> float:
+    """The share of a claim's content the premise holds: its content words (EN stems, ZH
+    characters as :func:`content_support` weighs them; filler and words only the
+    background has count neither way) and its numbers, dates (by value) and names, each
+    of these weighing :data:`FACT_WEIGHT` words (the slot a question asks for is most
+    often one: "He paid $5,000" holds "paid" but not the amount). 0.0 for a claim with
+    nothing to weigh."""
+    text = clean_answer(claim).strip().rstrip(_TERMINAL)
+    sup = content_support(text, [premise.text])
+    total, missing = sup.total, sup.unsupported
+    if premise.background:
+        known = content_support(text, [premise.text, premise.background])
+        drop = missing - known.unsupported  # the background's words: no proof either way
+        total, missing = total - drop, missing - drop
+    for e in sup.examples:
+        if stem(e.lower()) in _FILLER_EN or any(f in e for f in _FILLER_ZH):
+            total -= _weight(e)
+            missing -= _weight(e)
+    qs, ds = _facts_of(text)
+    own_q, own_d = premise.pools.own_quantities, premise.pools.own_dates
+    total += FACT_WEIGHT * (len(qs) + len(ds))
+    missing += FACT_WEIGHT * sum(not own_q.matches(q) for q in qs)
+    missing += FACT_WEIGHT * sum(not any(dates_match(d, p) for p in own_d) for d in ds)
+    names = _claim_names(text)  # counted among the words already: the rest of the weight
+    total += (FACT_WEIGHT - 1) * len(names)
+    missing += (FACT_WEIGHT - 1) * sum(not premise.has_name(n) for n in names)
+    if total <= 0:
+        return 0.0
+    return max(0.0, min(1.0, 1.0 - missing / total))
+
+
 class _Recorder:
     """First pass: note the texts a claim wants compared, answer ``None``."""
 
@@ -917,12 +1040,15 @@ class _Lookup:
 
 
 def check_claims(
-    items: Sequence[tuple[str, Premise]], embedder: Any | None = None
+    items: Sequence[tuple[str, Premise]],
+    embedder: Any | None = None,
+    *,
+    with_coverage: bool = False,
 ) -> list[ClaimCheck]:
     """The verdict of each ``(claim, premise)``; with an embedder (anything with
     ``embed(texts)``), the claims in the paraphrase band are compared with their best
     premise sentences in one batch. A claim repeated against the same premise is judged
-    once."""
+    once. ``with_coverage``: each neutral claim's :func:`coverage` too."""
     unique: dict[tuple[str, int], tuple[str, Premise]] = {}
     for c, p in items:
         unique.setdefault((c, id(p)), (c, p))
@@ -943,5 +1069,10 @@ def check_claims(
                 for (c, p), r in zip(jobs, first, strict=True)
             ]
         done = first
+    if with_coverage:
+        done = [
+            replace(r, coverage=coverage(c, p)) if r.verdict == "neutral" else r
+            for (c, p), r in zip(jobs, done, strict=True)
+        ]
     by_key = dict(zip(unique, done, strict=True))
     return [by_key[(c, id(p))] for c, p in items]
