@@ -205,6 +205,29 @@ def test_a_review_declining_a_shortened_name_of_the_question_abstains() -> None:
     assert label is A.ABSTAIN
 
 
+def test_a_review_that_closes_saying_it_cannot_give_the_answer_abstains() -> None:
+    # the review names other facts; its close refuses in its own words ("so I cannot tell
+    # what …", "so I can't say what it was") without repeating the question's
+    q = "What sentence did the Norwood Court give C. Taylor?"
+    gt = "Three years in prison and a fine of 50,000 dollars."
+    review = (
+        "The passages I have cover the investigation into C. Taylor's shop and her arrest on "
+        "23rd September 2022. They do not include the judgment result, so I cannot tell what "
+        "the court decided."
+    )
+    assert judge(gt, review, q, keypoints=["three years in prison"]) is A.ABSTAIN
+    one = (
+        "The records describe the shop and the brands involved, but they do not state the "
+        "judgment, so I can't say what it was."
+    )
+    assert judge(gt, one, q, keypoints=["three years in prison"]) is A.ABSTAIN
+    # a right answer with a side matter it cannot say stays an answer
+    side = (
+        "Three years in prison and a fine of 50,000 dollars, so I cannot say whether she appealed."
+    )
+    assert judge(gt, side, q, keypoints=["three years in prison"]) is not A.ABSTAIN
+
+
 def test_chinese_wrong_number_is_incorrect() -> None:
     assert judge(ZH_GT, "张某被判处有期徒刑三年。", ZH_Q) is A.INCORRECT
 

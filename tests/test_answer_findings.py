@@ -294,9 +294,19 @@ async def test_llm_concepts_the_gt_documents_never_state_are_not_scored() -> Non
     d = await Diagnoser("llm", llm=runner).diagnose(trace)
     assert d.stage is Stage.RETRIEVAL and d.concept_coverage == 1.0, d.stage_reason
     assert any("'stock exchange listing'" in e and "not scored" in e for e in d.evidence)
-    # "gadgets" is in the GT document, outside the GT chunk: it counts (chunking)
+    # "gadgets" is in the GT document, outside the GT chunk: it counts (chunking in the
+    # paper's cascade) ...
+    runner, _ = scripted(
+        verdict(), concepts=("Acme Corp", "gadgets"), containment="K1: C1\nK2: NONE"
+    )
+    paper = DiagnosisConfig(chunking_extension=False)
+    d = await Diagnoser("llm", config=paper, llm=runner).diagnose(trace)
+    assert d.stage is Stage.CHUNKING and d.concept_coverage == 0.5, d.stage_reason
+    # ... but the GT chunk names its subject and holds the reference whole: no positive
+    # evidence of a cut, so retrieval (issue 27)
     runner, _ = scripted(
         verdict(), concepts=("Acme Corp", "gadgets"), containment="K1: C1\nK2: NONE"
     )
     d = await Diagnoser("llm", llm=runner).diagnose(trace)
-    assert d.stage is Stage.CHUNKING and d.concept_coverage == 0.5, d.stage_reason
+    assert d.stage is Stage.RETRIEVAL and d.concept_coverage == 0.5, d.stage_reason
+    assert "no sign that chunking parted the evidence" in d.stage_reason

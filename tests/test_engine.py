@@ -178,7 +178,10 @@ async def test_llm_ragec_chunking_by_low_coverage() -> None:
     runner, _ = _runner(judge_reply(containment="K1: C1\nK2: NONE"))
     # four candidates: a retriever deep enough for the chunks to be judged
     trace = _llm_trace(retrieved=["od_0", "od_1", "gd_1", "gd_2"])
-    d = await Diagnoser("llm", llm=runner).diagnose(trace)
+    # the paper's cascade: the coverage alone decides (the extension asks for positive
+    # evidence of a cut as well, tests/test_stage.py)
+    paper = DiagnosisConfig(chunking_extension=False)
+    d = await Diagnoser("llm", config=paper, llm=runner).diagnose(trace)
     assert d.stage is Stage.CHUNKING and d.concept_coverage == 0.5
     assert d.error_type is E.E3
 

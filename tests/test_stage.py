@@ -64,6 +64,10 @@ _FOUR_OTHERS = (
 )
 
 
+#: the paper's cascade (B.2.4): the concept coverage alone parts chunking from retrieval
+PAPER = DiagnosisConfig(chunking_extension=False)
+
+
 def test_low_concept_coverage_means_chunking() -> None:
     trace = make_trace(
         other_texts=_FOUR_OTHERS,
@@ -71,19 +75,64 @@ def test_low_concept_coverage_means_chunking() -> None:
         reranked=["od_0"],
         context=["od_0"],
     )
-    call = classify_stage(trace, ["gd_0"], 0.6, 5, CFG)
+    call = classify_stage(trace, ["gd_0"], 0.6, 5, PAPER)
     assert call.stage is Stage.CHUNKING
+
+
+def test_low_concept_coverage_is_chunking_only_on_positive_evidence() -> None:
+    # the GT chunk names its subject and holds its reference whole: a concept the
+    # documents state elsewhere (a record's header) is no sign of a cut -- retrieval
+    plain = make_trace(
+        other_texts=_FOUR_OTHERS,
+        retrieved=["od_0", "od_1", "od_2", "od_3"],
+        reranked=["od_0"],
+        context=["od_0"],
+        references=["Acme Corp was founded in 1999 in Springfield."],
+    )
+    call = classify_stage(plain, ["gd_0"], 0.6, 5, CFG)
+    assert call.stage is Stage.RETRIEVAL
+    assert "no sign that chunking parted the evidence" in call.reason
+    # a GT chunk that leans on a subject it lacks ("The company ...") was cut from it
+    leaning = make_trace(
+        gt_texts=(
+            "Acme Corp is a maker of widgets.",
+            "The company was founded in 1999 in Springfield.",
+            "Its chief executive is Ann Lee.",
+        ),
+        other_texts=_FOUR_OTHERS,
+        retrieved=["od_0", "od_1", "od_2", "od_3"],
+        reranked=["od_0"],
+        context=["od_0"],
+    )
+    assert classify_stage(leaning, ["gd_1"], 0.6, 5, CFG).stage is Stage.CHUNKING
+    # a reference no chunk holds whole was cut by a chunk boundary (chunks longer than the
+    # reference, so the chunk-shape step leaves it to this one)
+    cut = make_trace(
+        gt_texts=(
+            "Acme Corp sells widgets and gadgets to retailers across the state. "
+            "Acme Corp was founded",
+            "in 1999 in Springfield. Its chief executive is Ann Lee, who joined in 2004 "
+            "from Globex.",
+            "Its CEO is Ann Lee.",
+        ),
+        other_texts=_FOUR_OTHERS,
+        retrieved=["od_0", "od_1", "od_2", "od_3"],
+        reranked=["od_0"],
+        context=["od_0"],
+        references=["Acme Corp was founded in 1999 in Springfield."],
+    )
+    assert classify_stage(cut, ["gd_0", "gd_1"], 0.6, 5, CFG).stage is Stage.CHUNKING
 
 
 def test_a_shallow_retriever_that_missed_the_gt_chunks_is_retrieval() -> None:
     # three candidates, none of them the GT chunk: too shallow to blame the chunks
-    on = DiagnosisConfig(shallow_retrieval=3)
+    on = DiagnosisConfig(shallow_retrieval=3, chunking_extension=False)
     shallow = make_trace(retrieved=["od_0", "od_1"], reranked=["od_0"], context=["od_0"])
     call = classify_stage(shallow, ["gd_0"], 0.2, 5, on)
     assert call.stage is Stage.RETRIEVAL and "only 2 candidate" in call.reason
     # off (the default), or a deep enough retriever: the concept coverage decides (seed
     # 000 B.2.4)
-    assert classify_stage(shallow, ["gd_0"], 0.2, 5, CFG).stage is Stage.CHUNKING
+    assert classify_stage(shallow, ["gd_0"], 0.2, 5, PAPER).stage is Stage.CHUNKING
     deep = make_trace(
         other_texts=_FOUR_OTHERS,
         retrieved=["od_0", "od_1", "od_2", "od_3"],

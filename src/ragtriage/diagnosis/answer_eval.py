@@ -155,6 +155,17 @@ _REFUSES = lazy_compile(
 )
 
 
+#: a review's closing refusal in other words: "so I cannot tell what sentence the court
+#: gave her", "so I can't say what it was", "so I cannot quote them" -- the reviewer says
+#: it cannot give what was asked (the question's own words need not be repeated); read
+#: only in the last sentence of a review that states little of the ground truth
+_CANNOT_SAY = lazy_compile(
+    r"\b(?:so|thus|therefore|hence)\b[^.;!?]*\b(?:can\s*not|can't|unable\s+to|not\s+able\s+to)\s+"
+    r"(?:\w+\s+)?(?:tell|say|state|quote|give|determine|identify|specify|confirm)\b",
+    re.I,
+)
+
+
 def _has_cue(text: str) -> bool:
     """Whether ``text`` holds a declining phrase (the one list, answer_styles)."""
     return declining_sentence(text)
@@ -1344,14 +1355,17 @@ def _reviews_then_declines(view: AnswerView, gt: str, query: str) -> bool:
     if view.n_sentences < 2:
         if not (
             view.declining_clauses
-            and _REFUSES.search(view.declining_clauses[-1])
+            and (
+                _REFUSES.search(view.declining_clauses[-1])
+                or _CANNOT_SAY.search(view.declining_clauses[-1])
+            )
             and not view.text.startswith(view.declining_clauses[0])
         ):
             return False
         last = view.declining_clauses[-1]
     if _BEYOND.search(last) or _values(gt, _slot_clauses(view.text, query)).contradicted:
         return False
-    if not _REFUSES.search(last) and not _names_question(last, query):
+    if not (_REFUSES.search(last) or _CANNOT_SAY.search(last)) and not _names_question(last, query):
         return False
     truth = set(content_tokens(gt))
     declined = view.declines if view.n_sentences >= 2 else view.declining_clauses

@@ -15,7 +15,7 @@ the steps before :attr:`CascadeStep.after_concepts` decided nothing), and
 | GT flow | B.2.2-B.2.3: generation when more than ``generator_gt_share`` of the GT chunks reached the generator (or there are none), reranking when one was retrieved and dropped -- retrieval instead when the evidence the answer lacks (its reference sentence's chunk, or a GT chunk holding the missing fact) was never retrieved (issue 27) |
 | chunk shape | over- or underchunking of GT chunks that were not retrieved (``chunking_extension``) |
 | depth | retrieval when no GT chunk was retrieved from a list of at most ``shallow_retrieval`` |
-| concept coverage | B.2.4: chunking below ``concept_coverage``, else retrieval |
+| concept coverage | B.2.4: chunking below ``concept_coverage``, else retrieval; with ``chunking_extension`` chunking only on positive evidence (an anaphor in a GT chunk, a reference cut by a boundary), else retrieval |
 
 The steps read the answer judgement through its
 :class:`~ragtriage.diagnosis.findings.AnswerFindings` (the rules judge's deciding rule, or
@@ -42,6 +42,7 @@ from ragtriage.diagnosis.stage import (
     StageCall,
     before_split_reference,
     gt_flow,
+    reference_cut,
     stage_from_chunk_shape,
     stage_from_coverage,
     stage_from_depth,
@@ -49,6 +50,7 @@ from ragtriage.diagnosis.stage import (
     stage_from_parts,
     stage_from_references,
 )
+from ragtriage.diagnosis.types_rules import anaphor
 from ragtriage.records import Stage, Trace
 
 __all__ = [
@@ -140,7 +142,24 @@ def _depth(c: CascadeCase) -> StageCall | None:
 
 
 def _concept_coverage(c: CascadeCase) -> StageCall | None:
-    return stage_from_coverage(c.coverage, c.n_concepts, c.config)
+    call = stage_from_coverage(c.coverage, c.n_concepts, c.config)
+    if call.stage is not Stage.CHUNKING or not c.config.chunking_extension:
+        return call
+    # chunking only on positive evidence (issue 27): a query concept missing from the GT
+    # chunks that the documents state elsewhere is no cut by itself -- a record's header
+    # names the patient, a judgment's the defendant, and a retriever that missed the
+    # body chunk missed it by its other words. A GT chunk that leans on context it lacks
+    # (an anaphor: "the defendant", "该公司") or a reference no chunk holds whole is one
+    cm = c.trace.chunk_map()
+    if anaphor([cm[i] for i in c.flow.gt_ids if i in cm]) is not None or reference_cut(
+        c.trace, c.flow.gt_ids
+    ):
+        return call
+    return StageCall(
+        Stage.RETRIEVAL,
+        f"{call.reason}, but no GT chunk leans on a subject it lacks and no reference is "
+        "cut by a chunk boundary: no sign that chunking parted the evidence, so retrieval",
+    )
 
 
 #: the steps in order (see the module table); the last always decides

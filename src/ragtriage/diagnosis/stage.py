@@ -636,6 +636,29 @@ def stage_from_chunk_shape(trace: Trace, flow: GTFlow, config: DiagnosisConfig) 
     )
 
 
+def reference_cut(trace: Trace, gt_ids: Sequence[str]) -> bool:
+    """Whether a chunk boundary cuts one of the example's located references: no chunk of
+    its document holds it whole (positive evidence that chunking parted the evidence)."""
+    refs = [r.strip() for r in trace.example.references if r.strip()]
+    if not refs or not gt_ids or not trace.gt_doc_chunks:
+        return False
+    gt = set(gt_ids)
+    groups = chunks_by_doc(trace.gt_doc_chunks)
+    gt_docs = [d for d, cs in groups.items() if any(c.chunk_id in gt for c in cs)]
+    texts = gt_doc_texts(trace) if gt_docs else {}
+    for ref in refs:
+        for doc_id in gt_docs:
+            text, offset = texts.get(doc_id, ("", 0))
+            span = reference_span(text, ref) if text else None
+            if span is None:
+                continue
+            s, e = span[0] + offset, span[1] + offset
+            if not any(c.start <= s and c.end >= e for c in groups[doc_id]):
+                return True
+            break
+    return False
+
+
 def stage_from_split_reference(
     trace: Trace, flow: GTFlow, config: DiagnosisConfig
 ) -> StageCall | None:

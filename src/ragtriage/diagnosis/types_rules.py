@@ -443,7 +443,7 @@ def _chunking_tests(ctx: CaseContext, found: _Found) -> None:
     if not missing:
         return
     gt_index = {(c.doc_id, c.index) for c in gt}
-    anaphora = _anaphor(gt)
+    anaphora = anaphor(gt)
     e3: list[tuple[float, str]] = []
     e1: list[str] = []
     for concept in missing[:6]:
@@ -495,7 +495,7 @@ def _chunking_tests(ctx: CaseContext, found: _Found) -> None:
         )
 
 
-def _anaphor(gt: Sequence[Chunk]) -> str | None:
+def anaphor(gt: Sequence[Chunk]) -> str | None:
     """A definite description ("the company", "该公司") in a ground-truth chunk, or a
     pronoun opening one ("It ...", "他..."): the chunk leans on context it lacks."""
     for c in gt:
