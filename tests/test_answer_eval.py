@@ -97,13 +97,15 @@ def test_keypoints_decide_completeness() -> None:
     kps = ["new stores", "online sales"]
     q = "Why did revenue rise?"
     assert judge(gt, "Thanks to new stores and online sales.", q, keypoints=kps) is A.CORRECT
-    # one of two keypoints leaves out as much as it says: incomplete
-    assert judge(gt, "Thanks to new stores.", q, keypoints=kps) is A.INCORRECT
-    # more than half of them: partial
+    # one of two keypoints: partial (the shipped threshold, 0.4, was fitted leave one
+    # natural part out; the hand-set 0.5 called it incomplete)
+    assert judge(gt, "Thanks to new stores.", q, keypoints=kps) is A.POSSIBLE_CORRECT
     kps3 = ["new stores", "online sales", "higher prices"]
     gt3 = "Revenue rose because of new stores, online sales and higher prices."
     partial = "Thanks to new stores and online sales."
     assert judge(gt3, partial, q, keypoints=kps3) is A.POSSIBLE_CORRECT
+    # one of three leaves out more than it says: incomplete
+    assert judge(gt3, "Thanks to new stores.", q, keypoints=kps3) is A.INCORRECT
 
 
 def test_the_right_value_in_a_list_of_candidates_is_only_possibly_correct() -> None:
