@@ -188,7 +188,14 @@ def test_summary_answer_covers_the_section_it_asks_about() -> None:
     for d in drafts:
         parts = [by_id[i] for i in d.chunk_ids]
         section = {c.metadata.get("section") for c in parts}
-        assert len(section) == 1 and f"{section.pop()}" in d.question
+        assert len(section) == 1
+        # asked about the heading's topic, never about a section of the document
+        heading = str(section.pop())
+        assert "section" not in d.question and "部分" not in d.question
+        assert f"'{heading}'" not in d.question and f"“{heading}”" not in d.question
+        if d.language == "en":
+            topic = re.sub(r" summary$", "", heading.lower())
+            assert topic in d.question and d.question.endswith(("?", "."))
         same = [
             c
             for c in chunks
@@ -203,6 +210,14 @@ def test_summary_answer_covers_the_section_it_asks_about() -> None:
                     assert line.strip() in d.context
         assert all(r in d.answer for r in d.references)
     assert multi >= 3
+    asked = {d.question for d in drafts}
+    assert "Summarise Samuel Okoro's auxiliary examinations." in asked
+    assert "What were the facts found by the court in People v. Marcus Ortega?" in asked
+    assert "What were the major events at Saxby Construction & Engineering Ltd?" in asked
+    assert "Summarise Samuel Okoro's discharge." in asked
+    assert "请概述张伟案经审理查明的事实。" in asked
+    # a heading that names a part of the document, not a topic, gives no question
+    assert not any("information" in q.lower() or "overview" in q.lower() for q in asked)
 
 
 def test_record_fields_become_questions() -> None:

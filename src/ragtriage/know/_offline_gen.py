@@ -6,8 +6,10 @@ LOWER QUALITY than the LLM pipeline, and marked so in every example's metadata
 structure fits a pattern (subject + verb + a date / year / count / amount / person
 slot): the asked slot becomes a question word, the rest of the sentence is dropped and
 the subject is resolved to the document's entity; a sentence that fits no pattern gives
-no question. Summaries ask for the main points of a section and are answered with the
-whole section; reasoning questions ask for the days between two dated events of a
+no question. Summaries ask about the topic a section's heading names, of the document's
+entity, as a user would ("Summarise Samuel Okoro's auxiliary examinations."), never about
+the section itself (a user never saw the document), and are answered with the whole
+section; a heading that names no topic ("Basic Information") gives no summary; reasoning questions ask for the days between two dated events of a
 document (the answer is derived) or compare a value two documents of a family state;
 an unanswerable question asks about an entity for an attribute that several similar
 entities' documents (of the same family) give but whose own document does not state.
@@ -278,7 +280,7 @@ class OfflineGenerator:
         ]
 
     def summary(self, chunk: Chunk) -> Iterator[Draft]:
-        """The main points of a section: asked once per section (from its first chunk)
+        """The topic of a section (:func:`_topic_question`): asked once per section (from its first chunk)
         and answered with everything the section says, so that the answer covers the
         whole scope the question names (a section whose chunk starts mid-way, or whose
         later paragraphs the answer would leave out, is the judged cause of incomplete
@@ -303,10 +305,17 @@ class OfflineGenerator:
         if len(content) < 3 or len(sentences) > _SUMMARY_MAX_SENTENCES:
             return
         who = self._subjects[chunk.doc_id]
-        if zh:
-            q = f"{self._names(chunk.doc_id)[-1]}的“{section}”部分有哪些主要内容？"
-        else:
-            q = f"What are the main points of the '{section}' section for {who.name}?"
+        name = self._names(chunk.doc_id)[-1] if zh else who.name
+        if zh and name.endswith("法院"):
+            # a civil judgment: the case is "原告诉被告案", never the court alone
+            doc_text = self.documents[chunk.doc_id].text
+            sides = [re.search(rf"{r}：([^，,。；\n]{{2,30}})", doc_text) for r in ("原告", "被告")]
+            if sides[0] is None or sides[1] is None:
+                return
+            name = f"{sides[0].group(1)}诉{sides[1].group(1)}案"
+        q = _topic_question(section, name, who.kind, zh)
+        if q is None:
+            return
         context = "\n\n".join([self._context(parts[0]), *(c.text for c in parts[1:])])
         yield self._draft(
             chunk,
@@ -592,3 +601,45 @@ def _states(doc_text: str, attr: str) -> bool:
             missing += 1
     # most of what the question asks about is absent from the document
     return missing * 2 <= len(toks)
+
+
+#: headings that name a part of the document's form, not a topic a user would ask about
+_FORM_HEADING = re.compile(
+    r"\b(?:information|overview|introduction|letter|statement|parties|details|general|"
+    r"background|contents|notes?|appendix|profile)\b|(?:信息|概况|简介|概述|说明|附录)",
+    re.I,
+)
+_SMALL = {"of", "the", "and", "by", "in", "for", "from", "to", "a", "an"}
+
+
+def _topic_question(heading: str, name: str, kind: str, zh: bool) -> str | None:
+    """A summary question about the topic a section heading names, of the entity, as a
+    user would ask it ("Discharge Summary" → "Summarise Samuel Okoro's discharge.",
+    "Major Events" → "What were the major events at X?", "Facts Found by the Court" →
+    "What were the facts found by the court in X?"); ``None`` for a heading that names
+    a part of the document rather than a topic (it is never quoted as a heading)."""
+    heading = heading.strip().strip("：:")
+    if not heading or _FORM_HEADING.search(heading):
+        return None
+    if zh:
+        if not re.fullmatch(r"[\u4e00-\u9fff]{2,8}", heading):
+            return None
+        if heading.endswith("查明"):
+            case = name if name.endswith("案") else f"{name}案"
+            return f"请概述{case}经审理查明的事实。"
+        return f"请概述{name}的{heading}。"
+    words = heading.split()
+    if (
+        not re.fullmatch(r"[A-Z][A-Za-z]*(?: [A-Za-z]+){0,5}", heading)
+        or words[0].lower() in _SMALL
+    ):
+        return None
+    topic = " ".join(w if w.isupper() and len(w) > 1 else w.lower() for w in words)
+    topic = re.sub(r" summary$", "", topic)  # "discharge summary" → "discharge"
+    head = topic.split()[-1] if " of " not in topic and " by " not in topic else topic.split()[0]
+    plural = head.endswith("s") and not head.endswith(("ss", "is", "us"))
+    if kind == "case":
+        return f"What {'were' if plural else 'was'} the {topic} in {name}?"
+    if kind == "org" and plural:
+        return f"What were the {topic} at {name}?"
+    return f"Summarise {name}'s {topic}."
