@@ -11,8 +11,8 @@ entity, as a user would ("Summarise Samuel Okoro's auxiliary examinations."), ne
 the section itself (a user never saw the document), and are answered with the whole
 section; a heading that names no topic ("Basic Information") gives no summary; reasoning questions ask for the days between two dated events of a
 document (the answer is derived) or compare a value two documents of a family state;
-an unanswerable question asks about an entity for an attribute that several similar
-entities' documents (of the same family) give but whose own document does not state.
+an unanswerable question asks about an entity for an attribute that most documents of
+its family give (generic to the kind) but whose own document does not state.
 """
 
 from __future__ import annotations
@@ -459,11 +459,12 @@ class OfflineGenerator:
     def unanswerable(self, chunk: Chunk) -> Iterator[Draft]:
         """Attributes the corpus gives for similar entities but not for this one.
 
-        Only an attribute generic to the document kind is borrowed: one that at least
-        :data:`_UNANSWERABLE_MIN_SOURCES` other documents of the family (all others in a
-        family of two) state (a slot one
-        similar document happens to have, such as a collision in one criminal case or a
-        symptom of one patient, is implausible for the others)."""
+        Only an attribute generic to the document kind is borrowed: one that most (more
+        than half, and at least :data:`_UNANSWERABLE_MIN_SOURCES`) of the documents of the
+        family state. Two or three similar documents sharing a slot is not enough (a
+        symptom of an appendicitis record asked of a pneumonia patient, a building's
+        completion asked of a trademark case in the same court): fewer but plausible
+        unanswerable questions rather than implausible ones."""
         who = self._subjects[chunk.doc_id]
         names = self._names(chunk.doc_id)
         name = names[-1] if self._lang(chunk.doc_id) == "zh" else who.name
@@ -473,9 +474,8 @@ class OfflineGenerator:
         for attr, other, role in index:
             if other != chunk.doc_id:
                 sources.setdefault((attr, role), set()).add(other)
-        # a family of two documents has only the other one to go by
         family = sum(s.family == who.family for s in self._subjects.values())
-        need = max(1, min(_UNANSWERABLE_MIN_SOURCES, family - 1))
+        need = _UNANSWERABLE_MIN_SOURCES
         seen: set[str] = set()
         for attr, other, role in index:
             if other == chunk.doc_id or attr in seen:
@@ -488,7 +488,48 @@ class OfflineGenerator:
                 target = next((n for n in names if n.endswith("案")), None)
             if target is None or _states(doc_text, attr):
                 continue
+            # stated by most documents of the kind: question or mention (_states)
+            stating = {o for o, s in self._subjects.items() if s.family == who.family} & (
+                sources[(attr, role)]
+                | {
+                    o
+                    for o, s in self._subjects.items()
+                    if s.family == who.family and _states(self.documents[o].text, attr)
+                }
+            )
+            if len(stating) * 2 <= family:
+                continue
             yield self._draft(chunk, attr.replace("{e}", target), "", "unanswerable", ())
+        yield from self._earlier_period(chunk)
+
+    def _earlier_period(self, chunk: Chunk) -> Iterator[Draft]:
+        """A figure the document reports for its own period ("What was X's net profit?"
+        in an annual report for 2021), asked for a period it does not cover (four years
+        earlier, a year the document never mentions): the attribute is the entity's
+        own, so the question is plausible, and no document of the corpus answers it."""
+        doc = self.documents[chunk.doc_id]
+        year = re.search(r"(?:19|20)\d{2}", doc.title or "")
+        if year is None:
+            return
+        earlier = str(int(year.group(0)) - _EARLIER_BY)
+        if earlier in doc.text:
+            return
+        zh = self._lang(chunk.doc_id) == "zh"
+        for f in self.chunk_facts(chunk):
+            if f.slot not in ("amount", "percentage", "") or not f.attribute:
+                continue
+            if zh:
+                m = re.fullmatch(r"\{e\}(实现[\u4e00-\u9fff]{2,8}多少钱？)", f.attribute)
+                if m:
+                    q = f.attribute.replace(
+                        "{e}", f"{self._subjects[chunk.doc_id].name}{earlier}年"
+                    )
+                    yield self._draft(chunk, q, "", "unanswerable", ())
+            elif _VALUE_ATTRIBUTE.match(f.attribute) and " for " not in f.attribute:
+                if " at " in f.attribute or " in " in f.attribute:
+                    continue
+                q = f.attribute.replace("{e}", self._subjects[chunk.doc_id].name)
+                yield self._draft(chunk, f"{q[:-1]} in {earlier}?", "", "unanswerable", ())
 
     def drafts(self, chunk: Chunk, label: str) -> Iterator[Draft]:
         return {
@@ -505,9 +546,11 @@ class OfflineGenerator:
 
 #: "What was {e}'s NOUN[ for 2021]?" (an amount asked of the entity)
 _VALUE_ATTRIBUTE = re.compile(r"^What was \{e\}'s ([a-z][a-z -]*?)(?: (?:for|in|at) .+)?\?$")
-#: how many other documents of a family must state an attribute before it is asked of
-#: a document that does not (it is then generic to the kind, so a plausible question)
+#: the fewest documents of a family that must state an attribute before it is asked of
+#: a document that does not (besides more than half of the family: generic to the kind)
 _UNANSWERABLE_MIN_SOURCES = 2
+#: how many years before a report's own the earlier-period unanswerable question asks
+_EARLIER_BY = 4
 #: a section with more sentences than this is not summarised by listing it
 _SUMMARY_MAX_SENTENCES = 10
 _COMPARABLE = re.compile(r"^(?:What was \{e\}'s (?P<noun>[a-z -]+)\?|How old was \{e\}\?)$")
