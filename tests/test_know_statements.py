@@ -425,3 +425,25 @@ def test_labels_from_context_and_question_alone() -> None:
     assert (
         rules_label(LabelItem("y", "公司何时完成对常州恒宇科技的收购？", zh)).label == "fact_single"
     )
+
+
+def test_roles_are_named_and_unnamed_definite_subjects_rejected() -> None:
+    """A party named by its role ("dismiss the claimant") is replaced by its name; an
+    event whose subject is a definite noun that only one document uses ("the
+    inspectorate visited the warehouse") gives no question, and one every case has
+    ("the claim was filed") is asked with the case named."""
+    demo = load_demo()
+    chunks = corpus_chunks(demo.documents)
+    gen = OfflineGenerator(demo.documents, chunks)
+    drafts = [d for c in chunks for lab in ("fact_single", "reasoning") for d in gen.drafts(c, lab)]
+    questions = {d.question for d in drafts}
+    role = re.compile(r"\bthe (?:claimant|plaintiff|defendant|respondent|accused)\b", re.I)
+    assert not any(role.search(q) for q in questions)
+    assert "When did Corbin Logistics LLC dismiss Dana Whitfield?" in questions
+    assert not any("inspectorate" in q for q in questions)
+    claim = [q for q in questions if "the claim was filed" in q]
+    assert claim and all(" v. " in q for q in claim)
+    # what the generator keeps is stand-alone by the same measure the critic applies
+    for d in drafts:
+        if d.language == "en":
+            assert stand_alone(d.question)[0] >= 4.0, d.question

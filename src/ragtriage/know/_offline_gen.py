@@ -19,10 +19,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 
-from ragtriage.know._statements import Fact, facts_en, facts_zh, field_facts, subject_of
+from ragtriage.know._statements import (
+    DocSubject,
+    Fact,
+    facts_en,
+    facts_zh,
+    field_facts,
+    subject_of,
+)
 from ragtriage.records import Chunk, Document
 from ragtriage.text import content_tokens, detect_language, split_sentences
 
@@ -164,6 +171,7 @@ class OfflineGenerator:
         self._raw: dict[str, list[Fact]] = {}
         self._attr_docs: dict[str, dict[str, set[str]]] | None = None
         self._attributes: dict[str, list[tuple[str, str, str]]] | None = None
+        self._definite: dict[tuple[str, str], int] = {}
 
     def _context(self, chunk: Chunk) -> str:
         """What a critic sees: the document's title, then the chunk."""
@@ -202,8 +210,40 @@ class OfflineGenerator:
                 if f.question not in seen and f.sentence in chunk.text:
                     seen.add(f.question)
                     found.append(f)
-        self._raw[chunk.chunk_id] = found
-        return found
+        named = [
+            g
+            for g in (_name_roles(f, who) for f in found)
+            if g is not None and self._definite_ok(g, who)
+        ]
+        self._raw[chunk.chunk_id] = named
+        return named
+
+    def _definite_ok(self, fact: Fact, who: DocSubject) -> bool:
+        """A fact whose event subject is an unnamed definite noun ("the claim was
+        filed", "the inspectorate visited the warehouse") is stand-alone only when the
+        noun is part of every such document, not one document's own actor or thing:
+        at least :data:`_UNANSWERABLE_MIN_SOURCES` documents of the kind use it ("the
+        claim" of a civil case), else the question is rejected."""
+        found = [
+            m.group(1)
+            for m in (
+                _DEFINITE_SUBJECT.match(fact.event) if fact.event else None,
+                _DEFINITE_QUESTION.match(fact.question),
+            )
+            if m is not None
+        ]
+        for noun in found:
+            key = (who.kind, noun)
+            if key not in self._definite:
+                pattern = re.compile(rf"\b[Tt]he {re.escape(noun)}\b")
+                self._definite[key] = sum(
+                    1
+                    for d, s in self._subjects.items()
+                    if s.kind == who.kind and pattern.search(self.documents[d].text)
+                )
+            if self._definite[key] < _UNANSWERABLE_MIN_SOURCES:
+                return False
+        return True
 
     def _family_attributes(self) -> dict[str, dict[str, set[str]]]:
         """family → attribute question ("What was {e}'s gross margin?") → the documents
@@ -357,9 +397,11 @@ class OfflineGenerator:
                     a = f"{days}天：{ta}{ea}，{tb}{eb}。"
                 else:
                     body = f"How many days passed between the day {ea} and the day {eb}"
+                    # an event whose subject is an unnamed "the claim" needs the case named
+                    definite = any(_DEFINITE_SUBJECT.match(e) for e in (ea, eb))
                     q = (
                         body
-                        if any(n in body for n in who.names())
+                        if (who.name in body if definite else any(n in body for n in who.names()))
                         else f"{body}, at {who.name}"
                         if who.kind == "org"
                         else f"{body}, in {who.name}"
@@ -542,6 +584,45 @@ class OfflineGenerator:
     async def draft_list(self, chunk: Chunk, label: str) -> list[Draft]:
         """:meth:`drafts` as a list (the generator protocol is asynchronous)."""
         return list(self.drafts(chunk, label))
+
+
+#: a party named by its role in the proceedings ("the claimant")
+_ROLE_NOUN = re.compile(
+    r"\b[Tt]he (claimant|plaintiff|defendant|respondent|accused|applicant|appellant|"
+    r"complainant|petitioner)(s?)\b('s)?"
+)
+#: an event whose subject is an unnamed definite noun ("the claim was filed")
+_DEFINITE_SUBJECT = re.compile(r"^[Tt]he ([a-z][a-z-]*) (?!of [A-Z])")
+_DEFINITE_QUESTION = re.compile(
+    r"^(?:When|In what year|How many [a-z]+) (?:did|was|were|had) the ([a-z][a-z-]*) (?!of [A-Z])"
+)
+
+
+def _name_roles(fact: Fact, who: DocSubject) -> Fact | None:
+    """The fact with every party role noun ("dismiss the claimant") replaced by the
+    party's name; ``None`` when the document names no such party (a role noun with
+    "the" that the question does not name is not stand-alone)."""
+    changed = False
+
+    def sub(text: str) -> str | None:
+        nonlocal changed
+        out = text
+        for m in reversed(list(_ROLE_NOUN.finditer(text))):
+            name = who.party(f"the {m.group(1)}")
+            if name is None or m.group(2):
+                return None
+            changed = True
+            out = out[: m.start()] + name + (m.group(3) or "") + out[m.end() :]
+        return out
+
+    question = sub(fact.question)
+    event = sub(fact.event) if fact.event else ""
+    if question is None or event is None:
+        return None
+    if not changed:
+        return fact
+    attribute = question.replace(who.name, "{e}") if who.name in question else ""
+    return replace(fact, question=question, event=event, attribute=attribute)
 
 
 #: "What was {e}'s NOUN[ for 2021]?" (an amount asked of the entity)
