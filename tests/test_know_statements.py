@@ -196,7 +196,7 @@ def test_summary_answer_covers_the_section_it_asks_about() -> None:
         assert f"'{heading}'" not in d.question and f"“{heading}”" not in d.question
         if d.language == "en":
             topic = re.sub(r" summary$", "", heading.lower())
-            assert topic in d.question and d.question.endswith(("?", "."))
+            assert topic in d.question and d.question.endswith("?")
         same = [
             c
             for c in chunks
@@ -212,11 +212,14 @@ def test_summary_answer_covers_the_section_it_asks_about() -> None:
         assert all(r in d.answer for r in d.references)
     assert multi >= 3
     asked = {d.question for d in drafts}
-    assert "Summarise Samuel Okoro's auxiliary examinations." in asked
-    assert "What were the facts found by the court in People v. Marcus Ortega?" in asked
+    assert "How would you summarise Samuel Okoro's auxiliary examinations?" in asked
+    assert (
+        "How would you summarise the facts found by the court in People v. Marcus Ortega?" in asked
+    )
     assert "What were the major events at Saxby Construction & Engineering Ltd?" in asked
-    assert "Summarise Samuel Okoro's discharge." in asked
-    assert "请概述张伟案经审理查明的事实。" in asked
+    assert "How would you summarise Samuel Okoro's discharge?" in asked
+    assert "张伟案经审理查明了哪些事实？" in asked
+    assert all(fluency(q)[0] == 5.0 for q in asked)
     # a heading that names a part of the document, not a topic, gives no question
     assert not any("information" in q.lower() or "overview" in q.lower() for q in asked)
 
@@ -310,14 +313,16 @@ def test_unanswerable_borrows_only_attributes_generic_to_the_kind() -> None:
     periods = 0
     for d in drafts:
         who = subjects[d.doc_id]
-        year = re.search(r"(?: in (\d{4})\?|(\d{4})年)", d.question)
+        year = re.search(r"(?: for (\d{4})\?|在(\d{4})年)", d.question)
         if year:
             periods += 1
             y = year.group(1) or year.group(2)
             assert y not in texts[d.doc_id]
             title = str(next(x.title for x in demo.documents if x.doc_id == d.doc_id))
             assert int(y) + 4 == int(re.findall(r"\d{4}", title)[0])
-            plain = d.question.replace(f" in {y}?", "?").replace(f"{y}年", "")
+            m = re.fullmatch(r"What (.+) did (.+) report for \d{4}\?", d.question)
+            z = re.fullmatch(r"(.+)在\d{4}年的(.+)是多少？", d.question)
+            plain = f"What was {m[2]}'s {m[1]}?" if m else f"{z[1]}实现{z[2]}多少钱？" if z else ""
             assert plain in own, d.question  # the document's own figure, other period
             continue
         name = next(n for n in gen._names(d.doc_id) if n in d.question)
@@ -447,3 +452,26 @@ def test_roles_are_named_and_unnamed_definite_subjects_rejected() -> None:
     for d in drafts:
         if d.language == "en":
             assert stand_alone(d.question)[0] >= 4.0, d.question
+
+
+def test_summaries_and_earlier_period_questions_keep_their_label() -> None:
+    """The re-labelling (context + question alone) reads a summary question as a summary
+    and a figure asked for a year its document never mentions as unanswerable."""
+    demo = load_demo()
+    chunks = corpus_chunks(demo.documents)
+    gen = OfflineGenerator(demo.documents, chunks)
+    texts = {doc.doc_id: doc.text for doc in demo.documents}
+    for label in ("summary", "unanswerable"):
+        drafts = [d for c in chunks for d in gen.drafts(c, label)]
+        assert drafts
+        for d in drafts:
+            if label == "unanswerable" and not re.search(r" for \d{4}\?|\d{4}年", d.question):
+                continue  # (a borrowed attribute: the rules may miss that it is absent)
+            item = LabelItem(d.question, d.question, d.context, d.answer, documents=texts[d.doc_id])
+            assert rules_label(item).label == label, (d.question, rules_label(item).reason)
+    why = rules_label(
+        LabelItem(
+            "x", "What net profit did Tallis Retail Group Ltd report for 2017?", texts["fin-06"]
+        )
+    ).reason
+    assert "2017" in why

@@ -7,7 +7,7 @@ structure fits a pattern (subject + verb + a date / year / count / amount / pers
 slot): the asked slot becomes a question word, the rest of the sentence is dropped and
 the subject is resolved to the document's entity; a sentence that fits no pattern gives
 no question. Summaries ask about the topic a section's heading names, of the document's
-entity, as a user would ("Summarise Samuel Okoro's auxiliary examinations."), never about
+entity, as a user would ("How would you summarise Samuel Okoro's auxiliary examinations?"), never about
 the section itself (a user never saw the document), and are answered with the whole
 section; a heading that names no topic ("Basic Information") gives no summary; reasoning questions ask for the days between two dated events of a
 document (the answer is derived) or compare a value two documents of a family state;
@@ -560,18 +560,19 @@ class OfflineGenerator:
         for f in self.chunk_facts(chunk):
             if f.slot not in ("amount", "percentage", "") or not f.attribute:
                 continue
+            # worded apart from the document's own question ("What was X's net profit?"),
+            # which a near-duplicate filter would otherwise take it for
+            e = self._subjects[chunk.doc_id].name
             if zh:
-                m = re.fullmatch(r"\{e\}(实现[\u4e00-\u9fff]{2,8}多少钱？)", f.attribute)
+                m = re.fullmatch(r"\{e\}实现([\u4e00-\u9fff]{2,8})多少钱？", f.attribute)
                 if m:
-                    q = f.attribute.replace(
-                        "{e}", f"{self._subjects[chunk.doc_id].name}{earlier}年"
-                    )
+                    q = f"{e}在{earlier}年的{m.group(1)}是多少？"
                     yield self._draft(chunk, q, "", "unanswerable", ())
-            elif _VALUE_ATTRIBUTE.match(f.attribute) and " for " not in f.attribute:
-                if " at " in f.attribute or " in " in f.attribute:
-                    continue
-                q = f.attribute.replace("{e}", self._subjects[chunk.doc_id].name)
-                yield self._draft(chunk, f"{q[:-1]} in {earlier}?", "", "unanswerable", ())
+            elif (m := _VALUE_ATTRIBUTE.match(f.attribute)) and f.attribute.endswith(
+                f"{m.group(1)}?"
+            ):
+                q = f"What {m.group(1)} did {e} report for {earlier}?"
+                yield self._draft(chunk, q, "", "unanswerable", ())
 
     def drafts(self, chunk: Chunk, label: str) -> Iterator[Draft]:
         return {
@@ -738,9 +739,9 @@ _SMALL = {"of", "the", "and", "by", "in", "for", "from", "to", "a", "an"}
 
 def _topic_question(heading: str, name: str, kind: str, zh: bool) -> str | None:
     """A summary question about the topic a section heading names, of the entity, as a
-    user would ask it ("Discharge Summary" → "Summarise Samuel Okoro's discharge.",
+    user would ask it ("Discharge Summary" → "How would you summarise Samuel Okoro's discharge?",
     "Major Events" → "What were the major events at X?", "Facts Found by the Court" →
-    "What were the facts found by the court in X?"); ``None`` for a heading that names
+    "How would you summarise the facts found by the court in X?"); ``None`` for a heading that names
     a part of the document rather than a topic (it is never quoted as a heading)."""
     heading = heading.strip().strip("：:")
     if not heading or _FORM_HEADING.search(heading):
@@ -750,8 +751,8 @@ def _topic_question(heading: str, name: str, kind: str, zh: bool) -> str | None:
             return None
         if heading.endswith("查明"):
             case = name if name.endswith("案") else f"{name}案"
-            return f"请概述{case}经审理查明的事实。"
-        return f"请概述{name}的{heading}。"
+            return f"{case}经审理查明了哪些事实？"
+        return f"{name}的{heading}有哪些要点？"
     words = heading.split()
     if (
         not re.fullmatch(r"[A-Z][A-Za-z]*(?: [A-Za-z]+){0,5}", heading)
@@ -762,8 +763,10 @@ def _topic_question(heading: str, name: str, kind: str, zh: bool) -> str | None:
     topic = re.sub(r" summary$", "", topic)  # "discharge summary" → "discharge"
     head = topic.split()[-1] if " of " not in topic and " by " not in topic else topic.split()[0]
     plural = head.endswith("s") and not head.endswith(("ss", "is", "us"))
+    # a summary question asks for a summary ("summarise", "What were the major events"),
+    # not for one value ("What was the judgment in X?" reads as a single fact)
     if kind == "case":
-        return f"What {'were' if plural else 'was'} the {topic} in {name}?"
-    if kind == "org" and plural:
+        return f"How would you summarise the {topic} in {name}?"
+    if kind == "org" and plural and re.search(r"(?:events|changes|risks|measures)$", topic):
         return f"What were the {topic} at {name}?"
-    return f"Summarise {name}'s {topic}."
+    return f"How would you summarise {name}'s {topic}?"
