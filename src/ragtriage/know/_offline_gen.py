@@ -557,7 +557,8 @@ class OfflineGenerator:
         if earlier in doc.text:
             return
         zh = self._lang(chunk.doc_id) == "zh"
-        for f in self.chunk_facts(chunk):
+        # any chunk of the document asks it (the figure is the document's, not the chunk's)
+        for _, f in self._doc_facts(chunk.doc_id):
             if f.slot not in ("amount", "percentage", "") or not f.attribute:
                 continue
             # worded apart from the document's own question ("What was X's net profit?"),
