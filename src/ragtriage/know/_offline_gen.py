@@ -6,21 +6,30 @@ LOWER QUALITY than the LLM pipeline, and marked so in every example's metadata
 structure fits a pattern (subject + verb + a date / year / count / amount / person
 slot): the asked slot becomes a question word, the rest of the sentence is dropped and
 the subject is resolved to the document's entity; a sentence that fits no pattern gives
-no question. Summaries ask for the main points of a section and are answered with the
-whole section; reasoning questions ask for the days between two dated events of a
+no question. Summaries ask about the topic a section's heading names, of the document's
+entity, as a user would ("How would you summarise Samuel Okoro's auxiliary examinations?"), never about
+the section itself (a user never saw the document), and are answered with the whole
+section; a heading that names no topic ("Basic Information") gives no summary; reasoning questions ask for the days between two dated events of a
 document (the answer is derived) or compare a value two documents of a family state;
-an unanswerable question asks about an entity for an attribute that several similar
-entities' documents (of the same family) give but whose own document does not state.
+an unanswerable question asks about an entity for an attribute that most documents of
+its family give (generic to the kind) but whose own document does not state.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 
-from ragtriage.know._statements import Fact, facts_en, facts_zh, field_facts, subject_of
+from ragtriage.know._statements import (
+    DocSubject,
+    Fact,
+    facts_en,
+    facts_zh,
+    field_facts,
+    subject_of,
+)
 from ragtriage.records import Chunk, Document
 from ragtriage.text import content_tokens, detect_language, split_sentences
 
@@ -162,6 +171,7 @@ class OfflineGenerator:
         self._raw: dict[str, list[Fact]] = {}
         self._attr_docs: dict[str, dict[str, set[str]]] | None = None
         self._attributes: dict[str, list[tuple[str, str, str]]] | None = None
+        self._definite: dict[tuple[str, str], int] = {}
 
     def _context(self, chunk: Chunk) -> str:
         """What a critic sees: the document's title, then the chunk."""
@@ -200,8 +210,40 @@ class OfflineGenerator:
                 if f.question not in seen and f.sentence in chunk.text:
                     seen.add(f.question)
                     found.append(f)
-        self._raw[chunk.chunk_id] = found
-        return found
+        named = [
+            g
+            for g in (_name_roles(f, who) for f in found)
+            if g is not None and self._definite_ok(g, who)
+        ]
+        self._raw[chunk.chunk_id] = named
+        return named
+
+    def _definite_ok(self, fact: Fact, who: DocSubject) -> bool:
+        """A fact whose event subject is an unnamed definite noun ("the claim was
+        filed", "the inspectorate visited the warehouse") is stand-alone only when the
+        noun is part of every such document, not one document's own actor or thing:
+        at least :data:`_UNANSWERABLE_MIN_SOURCES` documents of the kind use it ("the
+        claim" of a civil case), else the question is rejected."""
+        found = [
+            m.group(1)
+            for m in (
+                _DEFINITE_SUBJECT.match(fact.event) if fact.event else None,
+                _DEFINITE_QUESTION.match(fact.question),
+            )
+            if m is not None
+        ]
+        for noun in found:
+            key = (who.kind, noun)
+            if key not in self._definite:
+                pattern = re.compile(rf"\b[Tt]he {re.escape(noun)}\b")
+                self._definite[key] = sum(
+                    1
+                    for d, s in self._subjects.items()
+                    if s.kind == who.kind and pattern.search(self.documents[d].text)
+                )
+            if self._definite[key] < _UNANSWERABLE_MIN_SOURCES:
+                return False
+        return True
 
     def _family_attributes(self) -> dict[str, dict[str, set[str]]]:
         """family → attribute question ("What was {e}'s gross margin?") → the documents
@@ -278,7 +320,7 @@ class OfflineGenerator:
         ]
 
     def summary(self, chunk: Chunk) -> Iterator[Draft]:
-        """The main points of a section: asked once per section (from its first chunk)
+        """The topic of a section (:func:`_topic_question`): asked once per section (from its first chunk)
         and answered with everything the section says, so that the answer covers the
         whole scope the question names (a section whose chunk starts mid-way, or whose
         later paragraphs the answer would leave out, is the judged cause of incomplete
@@ -303,10 +345,17 @@ class OfflineGenerator:
         if len(content) < 3 or len(sentences) > _SUMMARY_MAX_SENTENCES:
             return
         who = self._subjects[chunk.doc_id]
-        if zh:
-            q = f"{self._names(chunk.doc_id)[-1]}的“{section}”部分有哪些主要内容？"
-        else:
-            q = f"What are the main points of the '{section}' section for {who.name}?"
+        name = self._names(chunk.doc_id)[-1] if zh else who.name
+        if zh and name.endswith("法院"):
+            # a civil judgment: the case is "原告诉被告案", never the court alone
+            doc_text = self.documents[chunk.doc_id].text
+            sides = [re.search(rf"{r}：([^，,。；\n]{{2,30}})", doc_text) for r in ("原告", "被告")]
+            if sides[0] is None or sides[1] is None:
+                return
+            name = f"{sides[0].group(1)}诉{sides[1].group(1)}案"
+        q = _topic_question(section, name, who.kind, zh)
+        if q is None:
+            return
         context = "\n\n".join([self._context(parts[0]), *(c.text for c in parts[1:])])
         yield self._draft(
             chunk,
@@ -348,9 +397,11 @@ class OfflineGenerator:
                     a = f"{days}天：{ta}{ea}，{tb}{eb}。"
                 else:
                     body = f"How many days passed between the day {ea} and the day {eb}"
+                    # an event whose subject is an unnamed "the claim" needs the case named
+                    definite = any(_DEFINITE_SUBJECT.match(e) for e in (ea, eb))
                     q = (
                         body
-                        if any(n in body for n in who.names())
+                        if (who.name in body if definite else any(n in body for n in who.names()))
                         else f"{body}, at {who.name}"
                         if who.kind == "org"
                         else f"{body}, in {who.name}"
@@ -450,11 +501,12 @@ class OfflineGenerator:
     def unanswerable(self, chunk: Chunk) -> Iterator[Draft]:
         """Attributes the corpus gives for similar entities but not for this one.
 
-        Only an attribute generic to the document kind is borrowed: one that at least
-        :data:`_UNANSWERABLE_MIN_SOURCES` other documents of the family (all others in a
-        family of two) state (a slot one
-        similar document happens to have, such as a collision in one criminal case or a
-        symptom of one patient, is implausible for the others)."""
+        Only an attribute generic to the document kind is borrowed: one that most (more
+        than half, and at least :data:`_UNANSWERABLE_MIN_SOURCES`) of the documents of the
+        family state. Two or three similar documents sharing a slot is not enough (a
+        symptom of an appendicitis record asked of a pneumonia patient, a building's
+        completion asked of a trademark case in the same court): fewer but plausible
+        unanswerable questions rather than implausible ones."""
         who = self._subjects[chunk.doc_id]
         names = self._names(chunk.doc_id)
         name = names[-1] if self._lang(chunk.doc_id) == "zh" else who.name
@@ -464,9 +516,8 @@ class OfflineGenerator:
         for attr, other, role in index:
             if other != chunk.doc_id:
                 sources.setdefault((attr, role), set()).add(other)
-        # a family of two documents has only the other one to go by
         family = sum(s.family == who.family for s in self._subjects.values())
-        need = max(1, min(_UNANSWERABLE_MIN_SOURCES, family - 1))
+        need = _UNANSWERABLE_MIN_SOURCES
         seen: set[str] = set()
         for attr, other, role in index:
             if other == chunk.doc_id or attr in seen:
@@ -479,7 +530,50 @@ class OfflineGenerator:
                 target = next((n for n in names if n.endswith("案")), None)
             if target is None or _states(doc_text, attr):
                 continue
+            # stated by most documents of the kind: question or mention (_states)
+            stating = {o for o, s in self._subjects.items() if s.family == who.family} & (
+                sources[(attr, role)]
+                | {
+                    o
+                    for o, s in self._subjects.items()
+                    if s.family == who.family and _states(self.documents[o].text, attr)
+                }
+            )
+            if len(stating) * 2 <= family:
+                continue
             yield self._draft(chunk, attr.replace("{e}", target), "", "unanswerable", ())
+        yield from self._earlier_period(chunk)
+
+    def _earlier_period(self, chunk: Chunk) -> Iterator[Draft]:
+        """A figure the document reports for its own period ("What was X's net profit?"
+        in an annual report for 2021), asked for a period it does not cover (four years
+        earlier, a year the document never mentions): the attribute is the entity's
+        own, so the question is plausible, and no document of the corpus answers it."""
+        doc = self.documents[chunk.doc_id]
+        year = re.search(r"(?:19|20)\d{2}", doc.title or "")
+        if year is None:
+            return
+        earlier = str(int(year.group(0)) - _EARLIER_BY)
+        if earlier in doc.text:
+            return
+        zh = self._lang(chunk.doc_id) == "zh"
+        # any chunk of the document asks it (the figure is the document's, not the chunk's)
+        for _, f in self._doc_facts(chunk.doc_id):
+            if f.slot not in ("amount", "percentage", "") or not f.attribute:
+                continue
+            # worded apart from the document's own question ("What was X's net profit?"),
+            # which a near-duplicate filter would otherwise take it for
+            e = self._subjects[chunk.doc_id].name
+            if zh:
+                m = re.fullmatch(r"\{e\}实现([\u4e00-\u9fff]{2,8})多少钱？", f.attribute)
+                if m:
+                    q = f"{e}在{earlier}年的{m.group(1)}是多少？"
+                    yield self._draft(chunk, q, "", "unanswerable", ())
+            elif (m := _VALUE_ATTRIBUTE.match(f.attribute)) and f.attribute.endswith(
+                f"{m.group(1)}?"
+            ):
+                q = f"What {m.group(1)} did {e} report for {earlier}?"
+                yield self._draft(chunk, q, "", "unanswerable", ())
 
     def drafts(self, chunk: Chunk, label: str) -> Iterator[Draft]:
         return {
@@ -494,11 +588,52 @@ class OfflineGenerator:
         return list(self.drafts(chunk, label))
 
 
+#: a party named by its role in the proceedings ("the claimant")
+_ROLE_NOUN = re.compile(
+    r"\b[Tt]he (claimant|plaintiff|defendant|respondent|accused|applicant|appellant|"
+    r"complainant|petitioner)(s?)\b('s)?"
+)
+#: an event whose subject is an unnamed definite noun ("the claim was filed")
+_DEFINITE_SUBJECT = re.compile(r"^[Tt]he ([a-z][a-z-]*) (?!of [A-Z])")
+_DEFINITE_QUESTION = re.compile(
+    r"^(?:When|In what year|How many [a-z]+) (?:did|was|were|had) the ([a-z][a-z-]*) (?!of [A-Z])"
+)
+
+
+def _name_roles(fact: Fact, who: DocSubject) -> Fact | None:
+    """The fact with every party role noun ("dismiss the claimant") replaced by the
+    party's name; ``None`` when the document names no such party (a role noun with
+    "the" that the question does not name is not stand-alone)."""
+    changed = False
+
+    def sub(text: str) -> str | None:
+        nonlocal changed
+        out = text
+        for m in reversed(list(_ROLE_NOUN.finditer(text))):
+            name = who.party(f"the {m.group(1)}")
+            if name is None or m.group(2):
+                return None
+            changed = True
+            out = out[: m.start()] + name + (m.group(3) or "") + out[m.end() :]
+        return out
+
+    question = sub(fact.question)
+    event = sub(fact.event) if fact.event else ""
+    if question is None or event is None:
+        return None
+    if not changed:
+        return fact
+    attribute = question.replace(who.name, "{e}") if who.name in question else ""
+    return replace(fact, question=question, event=event, attribute=attribute)
+
+
 #: "What was {e}'s NOUN[ for 2021]?" (an amount asked of the entity)
 _VALUE_ATTRIBUTE = re.compile(r"^What was \{e\}'s ([a-z][a-z -]*?)(?: (?:for|in|at) .+)?\?$")
-#: how many other documents of a family must state an attribute before it is asked of
-#: a document that does not (it is then generic to the kind, so a plausible question)
+#: the fewest documents of a family that must state an attribute before it is asked of
+#: a document that does not (besides more than half of the family: generic to the kind)
 _UNANSWERABLE_MIN_SOURCES = 2
+#: how many years before a report's own the earlier-period unanswerable question asks
+_EARLIER_BY = 4
 #: a section with more sentences than this is not summarised by listing it
 _SUMMARY_MAX_SENTENCES = 10
 _COMPARABLE = re.compile(r"^(?:What was \{e\}'s (?P<noun>[a-z -]+)\?|How old was \{e\}\?)$")
@@ -592,3 +727,47 @@ def _states(doc_text: str, attr: str) -> bool:
             missing += 1
     # most of what the question asks about is absent from the document
     return missing * 2 <= len(toks)
+
+
+#: headings that name a part of the document's form, not a topic a user would ask about
+_FORM_HEADING = re.compile(
+    r"\b(?:information|overview|introduction|letter|statement|parties|details|general|"
+    r"background|contents|notes?|appendix|profile)\b|(?:信息|概况|简介|概述|说明|附录)",
+    re.I,
+)
+_SMALL = {"of", "the", "and", "by", "in", "for", "from", "to", "a", "an"}
+
+
+def _topic_question(heading: str, name: str, kind: str, zh: bool) -> str | None:
+    """A summary question about the topic a section heading names, of the entity, as a
+    user would ask it ("Discharge Summary" → "How would you summarise Samuel Okoro's discharge?",
+    "Major Events" → "What were the major events at X?", "Facts Found by the Court" →
+    "How would you summarise the facts found by the court in X?"); ``None`` for a heading that names
+    a part of the document rather than a topic (it is never quoted as a heading)."""
+    heading = heading.strip().strip("：:")
+    if not heading or _FORM_HEADING.search(heading):
+        return None
+    if zh:
+        if not re.fullmatch(r"[\u4e00-\u9fff]{2,8}", heading):
+            return None
+        if heading.endswith("查明"):
+            case = name if name.endswith("案") else f"{name}案"
+            return f"{case}经审理查明了哪些事实？"
+        return f"{name}的{heading}有哪些要点？"
+    words = heading.split()
+    if (
+        not re.fullmatch(r"[A-Z][A-Za-z]*(?: [A-Za-z]+){0,5}", heading)
+        or words[0].lower() in _SMALL
+    ):
+        return None
+    topic = " ".join(w if w.isupper() and len(w) > 1 else w.lower() for w in words)
+    topic = re.sub(r" summary$", "", topic)  # "discharge summary" → "discharge"
+    head = topic.split()[-1] if " of " not in topic and " by " not in topic else topic.split()[0]
+    plural = head.endswith("s") and not head.endswith(("ss", "is", "us"))
+    # a summary question asks for a summary ("summarise", "What were the major events"),
+    # not for one value ("What was the judgment in X?" reads as a single fact)
+    if kind == "case":
+        return f"How would you summarise the {topic} in {name}?"
+    if kind == "org" and plural and re.search(r"(?:events|changes|risks|measures)$", topic):
+        return f"What were the {topic} at {name}?"
+    return f"How would you summarise {name}'s {topic}?"

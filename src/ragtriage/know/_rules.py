@@ -206,6 +206,11 @@ def context_answers(question: str, context: str) -> tuple[bool, str]:
     question expects a date / year / number / person, a sentence of the context that
     shares the question's specific words (those not in most of its sentences, such as
     the entity's name) must hold a span of that type."""
+    # a year the question asks about that the context never mentions cannot be answered
+    # from it ("What was X's net profit in 2017?" of a report on 2021)
+    for year in re.findall(r"(?<!\d)(?:19|20)\d{2}(?!\d)", question):
+        if year not in context:
+            return False, f"the question asks about {year}, which the context never mentions"
     keys = _stems(question) - _stems(" ".join(_Q_WORDS))
     if not keys:
         return True, "no content words to look up"
