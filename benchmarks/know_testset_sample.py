@@ -9,13 +9,20 @@ generator's answer is removed, so the rules cannot re-read what the generator wr
 and unanswerable is decided from the context (no span of the expected answer type
 about the question's terms), not from the generator's flag.
 
-    .venv/bin/python benchmarks/know_testset_sample.py
+    .venv/bin/python benchmarks/know_testset_sample.py [--sample FILE]
+
+``--sample`` picks another committed sample (``testset_sample_v2.jsonl``: seed 1 after the
+first round of generator fixes; ``testset_sample_v3.jsonl``: seed 2 after the second). When
+``<sample>_judgements.jsonl`` lies beside it (a blind judge's verdicts, written before any
+score), their counts are printed too.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import dataclasses
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -27,9 +34,28 @@ from ragtriage.records import Example
 SAMPLE = Path(__file__).parent / "data" / "know" / "testset_sample.jsonl"
 
 
+def _judged(sample: Path) -> None:
+    path = sample.with_name(sample.stem + "_judgements.jsonl")
+    if not path.is_file():
+        return
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    meant = [r for r in rows if r.get("plausible") is None]
+    unans = [r for r in rows if r.get("plausible") is not None]
+    print(
+        f"blind judge ({path.name}): fluent {sum(bool(r['fluent']) for r in rows)}/{len(rows)}, "
+        f"stand-alone {sum(bool(r['stand_alone']) for r in rows)}/{len(rows)}, answerable "
+        f"{sum(r.get('answerable') is True for r in meant)}/{len(meant)}, unanswerable "
+        f"plausible {sum(r.get('plausible') is True for r in unans)}/{len(unans)}"
+    )
+
+
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sample", type=Path, default=SAMPLE)
+    args = ap.parse_args()
+    _judged(args.sample)
     demo = load_demo()
-    examples = tuple(read_records(SAMPLE, Example))
+    examples = tuple(read_records(args.sample, Example))
     data = Dataset(name="sample", documents=demo.documents, examples=examples)
     items = [dataclasses.replace(i, answer="") for i in items_of(data)]
     decisions = asyncio.run(RulesLabeller().label_many(items))
