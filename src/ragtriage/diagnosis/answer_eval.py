@@ -2130,6 +2130,13 @@ def _grade_overlap(c: _Case, g: _Grade) -> None:
         g.reasons.append(f"little overlap: token F1 {facts.f1:.2f}, recall {facts.recall:.2f}")
 
 
+#: "more than half the keypoints": where a partial answer needs no more evidence, and the
+#: least an answer upgraded by stating every ground-truth statement must cover (a statement
+#: check is blind to negation, so half the keypoints or fewer never upgrades but for the
+#: dataset's shorthand); a definition, not a fitted weight
+_HALF = 0.5
+
+
 @_grades("keypoints", "gt_coverage")
 def _grade_coverage(c: _Case, g: _Grade) -> None:
     """The dataset's keypoints, else the ground truth's statements."""
@@ -2141,17 +2148,18 @@ def _grade_coverage(c: _Case, g: _Grade) -> None:
             AnswerLabel.CORRECT
             if kp >= t["keypoints_correct"]
             else AnswerLabel.POSSIBLE_CORRECT
-            # more than half the keypoints: partial; half of them or fewer (one of two,
-            # the direct answer alone of three or four) leaves out as much as it says --
-            # incomplete (Listing 3's completeness)
-            if kp > t["keypoints_partial"]
+            # above the (fitted) partial threshold: partial -- below more than half the
+            # keypoints only when the first one, the direct answer, is among them; else
+            # (the direct answer alone of three or four, a missed yes/no) it leaves out as
+            # much as it says: incomplete (Listing 3's completeness)
+            if kp > t["keypoints_partial"] and (kp > _HALF or facts.first_keypoint)
             else AnswerLabel.INCORRECT
         )
         if (
             kp_label is not AnswerLabel.CORRECT
             and len(coverage.units) >= 2
             and all(coverage.covered)
-            and (kp_label is AnswerLabel.POSSIBLE_CORRECT or _shorthand_only(c))
+            and (kp > _HALF or _shorthand_only(c))
         ):
             # every ground-truth statement is made; a keypoint worded otherwise ("冷库事故"
             # for "制冷设备故障造成货损", "= $960M" for "make $960 million") is no gap.
