@@ -42,7 +42,7 @@ for callers that already know the coverage (``classify_stage``), is
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from statistics import median
 from typing import Literal
@@ -540,54 +540,44 @@ def chunk_shape_findings(
     out: list[ChunkShapeFinding] = []
 
     # (a) a reference cut into small pieces, not all of which were retrieved
-    refs = [r.strip() for r in trace.example.references if r.strip()]
     gt_docs = [d for d, cs in groups.items() if any(c.chunk_id in gt for c in cs)]
-    texts = gt_doc_texts(trace) if refs and gt_docs else {}
-    for ref in refs:
-        for doc_id in gt_docs:
-            text, offset = texts.get(doc_id, ("", 0))
-            span = reference_span(text, ref) if text else None
-            if span is None:
-                continue
-            s, e = span[0] + offset, span[1] + offset
-            chunks = groups[doc_id]
-            if any(c.start <= s and c.end >= e for c in chunks):
-                break  # one chunk holds the whole reference
-            touched = [c for c in chunks if min(c.end, e) - max(c.start, s) > 0]
-            if len(touched) < 2:
-                break
-            interior = any(s <= c.start and c.end <= e for c in touched)
-            med = median(len(c.text) for c in chunks)
-            # the pieces that never reached the generator: never retrieved, or retrieved
-            # and then dropped (a piece that lost its subject ranks low) -- either way the
-            # boundary kept the whole reference from the context
-            missed = [c.chunk_id for c in touched if c.chunk_id not in reached]
-            # or cut, one piece delivered and another not, the delivered piece naming more
-            # of what the question asks than the lost one: the boundary parted the rest of
-            # the reference from what the retriever found it by
-            parted = (
-                bool(missed)
-                and len(missed) < len(touched)
-                and _parted(trace.example.query, touched, reached, s, e)
+    for doc_id, s, e in _located_references(trace, gt_docs):
+        chunks = groups[doc_id]
+        if any(c.start <= s and c.end >= e for c in chunks):
+            continue  # one chunk holds the whole reference
+        touched = [c for c in chunks if min(c.end, e) - max(c.start, s) > 0]
+        if len(touched) < 2:
+            continue
+        interior = any(s <= c.start and c.end <= e for c in touched)
+        med = median(len(c.text) for c in chunks)
+        # the pieces that never reached the generator: never retrieved, or retrieved
+        # and then dropped (a piece that lost its subject ranks low) -- either way the
+        # boundary kept the whole reference from the context
+        missed = [c.chunk_id for c in touched if c.chunk_id not in reached]
+        # or cut, one piece delivered and another not, the delivered piece naming more
+        # of what the question asks than the lost one: the boundary parted the rest of
+        # the reference from what the retriever found it by
+        parted = (
+            bool(missed)
+            and len(missed) < len(touched)
+            and _parted(trace.example.query, touched, reached, s, e)
+        )
+        if (interior or med < e - s or parted) and missed:
+            lost = (
+                "were not retrieved"
+                if not set(missed) & retrieved
+                else "never reached the generator"
             )
-            if (interior or med < e - s or parted) and missed:
-                lost = (
-                    "were not retrieved"
-                    if not set(missed) & retrieved
-                    else "never reached the generator"
+            out.append(
+                ChunkShapeFinding(
+                    "over",
+                    tuple(c.chunk_id for c in touched),
+                    f"a reference of {e - s} characters is cut into {len(touched)} "
+                    f"chunks of ~{med:.0f} characters ({', '.join(c.chunk_id for c in touched[:4])}); "
+                    f"{len(missed)} of them {lost}",
                 )
-                out.append(
-                    ChunkShapeFinding(
-                        "over",
-                        tuple(c.chunk_id for c in touched),
-                        f"a reference of {e - s} characters is cut into {len(touched)} "
-                        f"chunks of ~{med:.0f} characters ({', '.join(c.chunk_id for c in touched[:4])}); "
-                        f"{len(missed)} of them {lost}",
-                    )
-                )
-            break
-        if out:
-            break
+            )
+            break  # one finding is enough
 
     # (b) an oversized GT chunk that was not retrieved
     pooled: float | None = None
@@ -639,24 +629,30 @@ def stage_from_chunk_shape(trace: Trace, flow: GTFlow, config: DiagnosisConfig) 
 def reference_cut(trace: Trace, gt_ids: Sequence[str]) -> bool:
     """Whether a chunk boundary cuts one of the example's located references: no chunk of
     its document holds it whole (positive evidence that chunking parted the evidence)."""
-    refs = [r.strip() for r in trace.example.references if r.strip()]
-    if not refs or not gt_ids or not trace.gt_doc_chunks:
+    if not gt_ids or not trace.gt_doc_chunks:
         return False
     gt = set(gt_ids)
     groups = chunks_by_doc(trace.gt_doc_chunks)
     gt_docs = [d for d, cs in groups.items() if any(c.chunk_id in gt for c in cs)]
-    texts = gt_doc_texts(trace) if gt_docs else {}
+    return any(
+        not any(c.start <= s and c.end >= e for c in groups[doc_id])
+        for doc_id, s, e in _located_references(trace, gt_docs)
+    )
+
+
+def _located_references(trace: Trace, gt_docs: Sequence[str]) -> Iterator[tuple[str, int, int]]:
+    """``(doc_id, start, end)`` of each of the example's references, in the first of
+    ``gt_docs`` whose text holds it (document offsets); references found in none are
+    left out."""
+    refs = [r.strip() for r in trace.example.references if r.strip()]
+    texts = gt_doc_texts(trace) if refs and gt_docs else {}
     for ref in refs:
         for doc_id in gt_docs:
             text, offset = texts.get(doc_id, ("", 0))
             span = reference_span(text, ref) if text else None
-            if span is None:
-                continue
-            s, e = span[0] + offset, span[1] + offset
-            if not any(c.start <= s and c.end >= e for c in groups[doc_id]):
-                return True
-            break
-    return False
+            if span is not None:
+                yield doc_id, span[0] + offset, span[1] + offset
+                break
 
 
 def stage_from_split_reference(
