@@ -80,7 +80,8 @@ FALSE_FAILURE_COST = 2
 
 @dataclass(frozen=True)
 class Outcome:
-    """One trace's agreement with its labels (0/1 counts; ``*_n`` = compared)."""
+    """Traces' agreement with their labels (0/1 counts per trace, sums over several;
+    ``*_n`` = compared, ``n`` = traces)."""
 
     fail_n: int = 0
     fail_ok: int = 0
@@ -90,10 +91,18 @@ class Outcome:
     stage_ok: int = 0
     type_n: int = 0
     type_ok: int = 0
+    n: int = 1
 
     @property
     def score(self) -> int:
         return self.fail_ok + self.stage_ok + self.type_ok - FALSE_FAILURE_COST * self.false_fail
+
+    def __add__(self, other: Outcome) -> Outcome:
+        return Outcome(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
+
+
+#: the sum of no traces
+NONE = Outcome(n=0)
 
 
 def outcome(d: Diagnosis, labs: Sequence[HumanLabel]) -> Outcome:
@@ -108,26 +117,6 @@ def outcome(d: Diagnosis, labs: Sequence[HumanLabel]) -> Outcome:
         r.type_compared,
         int(r.type_compared > 0 and r.type_accuracy == 1.0),
     )
-
-
-@dataclass
-class Tally:
-    n: int = 0
-    fail_n: int = 0
-    fail_ok: int = 0
-    false_fail: int = 0
-    not_failing: int = 0
-    stage_n: int = 0
-    stage_ok: int = 0
-    type_n: int = 0
-    type_ok: int = 0
-    score: int = 0
-
-    def add(self, o: Outcome) -> None:
-        self.n += 1
-        for f in fields(Outcome):
-            setattr(self, f.name, getattr(self, f.name) + getattr(o, f.name))
-        self.score += o.score
 
 
 def _pct(k: int, n: int) -> str:
@@ -491,20 +480,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # -- each part with all its leave-one-out values at once
     kept = [f for f in fits if f.kept]
-    rows: list[dict[str, Any]] = []
+    rows: list[tuple[str, Outcome, Outcome]] = []
     for part in parts:
         w = hand
         for f in fits:
             w = f.param.set(w, f.lopo[part.name])
         w_cfg = config_for(w)
         labs_by = {c.trace.example.example_id: c.labels for c in cases if c.part == part.name}
-        fitted, handset = Tally(), Tally()
-        for c in cases:
-            if c.part == part.name:
-                handset.add(c.base_out)
-        for t, d in zip(part.traces, diagnose(part.traces, w, w_cfg), strict=True):
-            fitted.add(outcome(d, labs_by[t.example.example_id]))
-        rows.append({"part": part.name, "hand": handset, "fitted": fitted})
+        handset = sum((c.base_out for c in cases if c.part == part.name), NONE)
+        fitted = sum(
+            (
+                outcome(d, labs_by[t.example.example_id])
+                for t, d in zip(part.traces, diagnose(part.traces, w, w_cfg), strict=True)
+            ),
+            NONE,
+        )
+        rows.append((part.name, handset, fitted))
 
     print(
         f"\nleave-one-part-out: hand-set vs fitted (every parameter at its fit on the other "
@@ -516,28 +507,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(head)
     print("-" * len(head))
-    tot_h, tot_f = Tally(), Tally()
-    wins = losses = 0
-    for row in rows:
-        h, f = row["hand"], row["fitted"]
-        for tot, one in ((tot_h, h), (tot_f, f)):
-            for k, v in vars(one).items():
-                setattr(tot, k, getattr(tot, k) + v)
-        wins += f.score > h.score
-        losses += f.score < h.score
-        print(
-            f"{row['part']:10} {h.n:4d} | {_pct(h.type_ok, h.type_n)} {_pct(f.type_ok, f.type_n)}"
+
+    def line(name: str, h: Outcome, f: Outcome) -> str:
+        return (
+            f"{name:10} {h.n:4d} | {_pct(h.type_ok, h.type_n)} {_pct(f.type_ok, f.type_n)}"
             f" | {_pct(h.stage_ok, h.stage_n)} {_pct(f.stage_ok, f.stage_n)}"
             f" | {_pct(h.fail_ok, h.fail_n)} {_pct(f.fail_ok, f.fail_n)}"
             f" | {h.false_fail:5d}/{h.not_failing:<4d} {f.false_fail:4d}"
         )
-    h, f = tot_h, tot_f
+
+    for name, h, f in rows:
+        print(line(name, h, f))
+    wins = sum(f.score > h.score for _, h, f in rows)
+    losses = sum(f.score < h.score for _, h, f in rows)
     print("-" * len(head))
     print(
-        f"{'overall':10} {h.n:4d} | {_pct(h.type_ok, h.type_n)} {_pct(f.type_ok, f.type_n)}"
-        f" | {_pct(h.stage_ok, h.stage_n)} {_pct(f.stage_ok, f.stage_n)}"
-        f" | {_pct(h.fail_ok, h.fail_n)} {_pct(f.fail_ok, f.fail_n)}"
-        f" | {h.false_fail:5d}/{h.not_failing:<4d} {f.false_fail:4d}"
+        line(
+            "overall",
+            sum((h for _, h, _ in rows), NONE),
+            sum((f for _, _, f in rows), NONE),
+        )
     )
     print(f"parts where the fitted weights score better / worse: {wins} / {losses}")
 
@@ -576,8 +565,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json is not None:
         data = {
             "parts": [
-                {"part": r["part"], "hand": vars(r["hand"]), "fitted": vars(r["fitted"])}
-                for r in rows
+                {
+                    "part": name,
+                    "hand": {**vars(h), "score": h.score},
+                    "fitted": {**vars(f), "score": f.score},
+                }
+                for name, h, f in rows
             ],
             "parameters": [
                 {
