@@ -7,8 +7,15 @@ the wrong answer next to it is still failed."""
 from __future__ import annotations
 
 from ragtriage.config import DiagnosisConfig
-from ragtriage.diagnosis.answer_checks import clauses, slot_conflict
-from ragtriage.diagnosis.answer_eval import answer_facts, evaluate_rules, gt_coverage
+from ragtriage.diagnosis.answer_checks import clauses, names_of, slot_conflict
+from ragtriage.diagnosis.answer_eval import (
+    _same_root,
+    answer_facts,
+    evaluate_rules,
+    gt_coverage,
+    states_keypoint,
+)
+from ragtriage.diagnosis.facts import extract_dates, extract_entities, extract_quantities
 from ragtriage.records import AnswerLabel, Example
 
 CFG = DiagnosisConfig()
@@ -163,3 +170,109 @@ def test_a_unit_is_no_slot_wording() -> None:
     assert all(slot_conflict(kp, ans, q, ground_truth=gt) is None for kp in kps)
     wrong = "It stood at 80 cm for the first four seasons; from season 5 a 100 cm hurdle was used."
     assert judge(q, gt, wrong, kps) is A.INCORRECT
+
+
+# -- wave 3, natural answers: values of another slot, kinds of number, name boundaries ---
+
+
+def test_a_date_for_another_event_is_no_contradiction() -> None:
+    # a day-by-day course beside the ground truth's discharge date is extra detail; a
+    # clause about the discharge with another date still contradicts it
+    q = "Give me an overview of K. Mendoza's hospital stay."
+    gt = (
+        "K. Mendoza was admitted on 20 June with a tremor. He was treated with levodopa, "
+        "improved, and was discharged on 24 June with neurology follow-up."
+    )
+    kps = ["admitted 20 June with a tremor", "levodopa", "discharged 24 June"]
+    rich = (
+        "K. Mendoza was admitted on 20 June with a tremor and treated with levodopa.\n"
+        "- 21 June: tremor control improved slightly.\n"
+        "- 23 June: he reported sleeping better."
+    )
+    ex = Example(example_id="e", query=q, answer=gt, keypoints=kps)
+    assert evaluate_rules(ex, rich, CFG).rule != "value_conflict"
+    wrong = rich + "\n- He was discharged on 26 June with neurology follow-up."
+    assert evaluate_rules(ex, wrong, CFG).rule == "value_conflict"
+    # the direct answer's value (the ground truth's first clause) always competes
+    q2 = "How many years after 1927 was the nickname given?"
+    gt2 = "52 years: the trophy dates from 1927 and the nickname was given in 1979."
+    ans2 = "The trophy dates from 1927 and the nickname from 1979. Thus, the answer is 42 years."
+    assert judge(q2, gt2, ans2) is A.INCORRECT
+
+
+def test_a_count_does_not_compete_with_a_year() -> None:
+    kp = "2001-2003: Wizards"
+    q = "When did he play in the NBA, and for which teams?"
+    ans = "He then played two more seasons, 2001 to 2003, with the Washington Wizards."
+    assert slot_conflict(kp, ans, q, ground_truth="Two more seasons, 2001-2003, Wizards.") is None
+    # a count against a count of the slot still conflicts
+    kp2 = "won 6 championship titles"
+    assert slot_conflict(kp2, "He won 5 championship titles.", "What did he do?") is not None
+
+
+def test_a_year_range_is_two_years() -> None:
+    assert [d.year for d in extract_dates("2001-2003: Wizards")] == [2001, 2003]
+    assert [d.year for d in extract_dates("1939–1945 war")] == [1939, 1945]
+    # a number after a dash is no year unless a smaller year comes before it
+    assert extract_dates("phone 10-2003") == []
+    assert [d.year for d in extract_dates("2003-2001")] == [2003]
+
+
+def test_a_time_of_day_is_no_count_zh() -> None:
+    found = [
+        (q.unit, q.value) for q in extract_quantities("5月20日19时许撞人，6月10日16时45分换牌")
+    ]
+    assert found == [("clock", 19 * 60), ("clock", 16 * 60 + 45)]
+    assert [q.unit for q in extract_quantities("下午3点半到达")] == ["clock"]
+    # durations, decimals and 时间 are not times of day
+    assert [q.unit for q in extract_quantities("用时3小时")] == ["hour"]
+    assert all(q.unit != "clock" for q in extract_quantities("增长3点5个百分点"))
+    # so a count ("一起肇事") does not contradict the ground truth's times
+    q = "尹某在2022年5月到6月之间先后做了哪些事？"
+    gt = "5月20日19时许她撞伤张某后逃逸；6月12日14时30分她又撞倒刘某。"
+    ans = "尹某先发生一起肇事，撞伤张某后逃逸；6月12日她又撞倒刘某后逃逸。"
+    ex = Example(example_id="e", query=q, answer=gt)
+    assert evaluate_rules(ex, ans, CFG).rule != "value_conflict"
+
+
+def test_a_date_keypoint_with_a_range_particle_zh() -> None:
+    q = "李某某的刑期从什么时候开始算，到什么时候结束？"
+    gt = "刑期自2023年5月22日起算，至2030年5月21日止。"
+    kps = ["2023年5月22日起", "2030年5月21日止"]
+    ans = "李某某的刑期从2023年5月22日开始计算，到2030年5月21日结束。"
+    assert answer_facts(ans, gt, kps, query=q).keypoint_coverage == 1.0
+    assert judge(q, gt, ans, kps) is A.CORRECT
+    # the day must be the keypoint's: a year or another day does not state it
+    assert (
+        answer_facts("从2023年5月开始，到2030年结束。", gt, kps, query=q).keypoint_coverage == 0.0
+    )
+    assert judge(q, gt, "从2023年5月12日开始，到2030年5月21日结束。", kps) is not A.CORRECT
+
+
+def test_keypoint_words_compared_by_root_and_hyphen_parts() -> None:
+    kp = "Victorian fairy-tale illustrations"
+    said = "From the Victorian era, fairy tales illustrated black conical hats."
+    assert states_keypoint(kp, said)
+    assert not states_keypoint(kp, "From the Victorian era, witches wore black hats.")
+    # a shared beginning short of four fifths of the word is another word
+    assert _same_root("illustration", "illustrat") and _same_root("industry", "industri")
+    assert not _same_root("contract", "contradict")
+
+
+def test_a_date_inside_a_name_run_is_not_part_of_the_name() -> None:
+    assert names_of("Jewel Haven 2 February 2023") == ["Jewel Haven"]
+    assert names_of("Castellano 64") == ["Castellano"]
+
+
+def test_chinese_names_start_after_conjunctions_and_post_verbs() -> None:
+    assert extract_entities("因此法院认为被告有罪") == []
+    assert extract_entities("他还兼任辅仁大学教授") == ["辅仁大学"]
+    assert extract_entities("毕业于北京大学") == ["北京大学"]
+    # a court named by its place in the case is no name
+    assert extract_entities("向原审法院提出上诉") == []
+    assert extract_entities("碧海市金沙区人民法院") == ["碧海市金沙区人民法院"]
+    q = "如不服判决，可以怎样上诉？"
+    gt = "可在接到判决书的第二日起十日内，通过原审法院或者直接向碧海市中级人民法院提出上诉。"
+    ans = "可在接到判决书第二日起十日内，通过碧海市金沙区人民法院或直接向碧海市中级人民法院上诉。"
+    ex = Example(example_id="e", query=q, answer=gt)
+    assert evaluate_rules(ex, ans, CFG).rule != "name_substituted"

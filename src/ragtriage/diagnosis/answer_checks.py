@@ -273,6 +273,9 @@ def names_of(text: str) -> list[str]:
     """Entity names without trailing or leading numbers ("Castellano 64" -> "Castellano")."""
     out = []
     for n in extract_entities(text):
+        # a date inside the run is no part of the name ("Jewel Haven 2 February 2023")
+        for d in extract_dates(n) if any(ch.isdigit() for ch in n) else ():
+            n = n.replace(d.raw, " ")
         words = [w for w in n.split() if not any(ch.isdigit() for ch in w)]
         if words:
             out.append(" ".join(words))
@@ -332,13 +335,19 @@ def slot_conflict(
                 same_unit = [
                     c
                     for c in cq
-                    if any(c.unit == k.unit for k in kq)
+                    if any(c.unit == k.unit and _year_like(c) == _year_like(k) for k in kq)
                     and not _stated_as_in(c, clause, ground_truth)
                     and not _for_another_slot(c, kq, *told)
                 ]
                 if same_unit:
                     return SlotConflict(keypoint, clause, kq[0].raw, same_unit[0].raw)
     return None
+
+
+def _year_like(q: Quantity) -> bool:
+    """A bare whole number that reads as a year ("2003" of "2001-2003: Wizards"): it
+    competes with years, not with counts ("two more seasons")."""
+    return not q.unit and q.value.is_integer() and 1500 <= q.value <= 2099
 
 
 _RE_PIECES = lazy_compile(r"(?<!\d),|,(?!\d)|[;:()，；：（）。!?！？\n]|\.(?:\s|$)")

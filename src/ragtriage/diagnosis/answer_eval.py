@@ -458,6 +458,60 @@ def _asked_values(gt: str, query: str) -> frozenset[str]:
     )
 
 
+def _slot_wording(clause: str, raws: Iterable[str]) -> set[str]:
+    """The words of ``clause`` that say which slot its values fill: its content words
+    (English by stem) without the values themselves."""
+    for raw in sorted(raws, key=len, reverse=True):
+        clause = clause.replace(raw, " ")
+    return {
+        stem(t) if t.isascii() else t
+        for t in content_tokens(clause)
+        if not any(ch.isdigit() for ch in t)
+    }
+
+
+def _other_slot(raw: str, gt: str, answer: str) -> bool:
+    """Every clause of ``answer`` that states a value competing with the ground truth's
+    ``raw`` (another date, an amount of its dimension) is about another slot: it has
+    wording of its own and shares none of the wording (two words at least) of the
+    ground-truth clause that gives ``raw`` ("23 June: he reported sleeping better"
+    against "discharged on 24 June"). A bare value ("26 June."), a clause naming the
+    slot's subject or saying its words competes, and so does any value against the
+    ground truth's first clause, its direct answer to the question."""
+    gdates, gq = extract_dates(gt), extract_quantities(gt)
+    date = next((d for d in gdates if d.raw == raw), None)
+    quantity = None if date is not None else next((q for q in gq if q.raw == raw), None)
+    if date is None and quantity is None:
+        return False
+    pieces = clauses(gt)
+    home = next((i for i, c in enumerate(pieces) if raw in c), None)
+    if not home:
+        # not found, or in the first clause: the direct answer, the slot the question asks
+        return False
+    slot = _slot_wording(pieces[home], [d.raw for d in gdates] + [q.raw for q in gq])
+    if len(slot) < 2:
+        return False
+    g_pool = QuantityPool(gq)
+    competing = 0
+    for clause in clauses(answer):
+        cdates, cq = extract_dates(clause), extract_quantities(clause)
+        if date is not None:
+            rival = any(
+                not any(dates_match(d, a) for d in gdates) and _competes(a, date) for a in cdates
+            )
+        else:
+            assert quantity is not None
+            dim = _dimension(quantity.unit)
+            rival = any(_dimension(a.unit) == dim and not g_pool.matches(a) for a in cq)
+        if not rival:
+            continue
+        competing += 1
+        own = _slot_wording(clause, [d.raw for d in cdates] + [q.raw for q in cq])
+        if not own or own & slot:
+            return False
+    return competing > 0
+
+
 def _given_numbers(gt: str, query: str) -> frozenset[str]:
     """The ground truth's unitless numbers that the question states too."""
     asked = QuantityPool([q for q in extract_quantities(query) if not q.unit])
@@ -1007,8 +1061,12 @@ def _keypoint_in(kp: str, bag: Counter[str], text: str) -> bool:
         rest = kp
         for raw in kv.gt:
             rest = rest.replace(raw, " ")
-        if not content_tokens(rest) and not extract_dates(kp):
-            return True  # (a date keypoint keeps its month words: "2021" is no "3 March 2021")
+        if all(t in _RANGE_PARTICLES for t in content_tokens(rest)) and _dates_stated_in_full(
+            kp, text
+        ):
+            # (a date keypoint keeps its month words: "2021" is no "3 March 2021"; "起" of
+            # "2023年5月22日起" is a particle, said by "从2023年5月22日开始")
+            return True
         bag = Counter(
             {t: n for t, n in bag.items() if len(t) > 1 and not any(ch.isdigit() for ch in t)}
         )
@@ -1036,6 +1094,31 @@ def _keypoint_in(kp: str, bag: Counter[str], text: str) -> bool:
     # "if symptoms worsened"); all of them for a three-character Chinese term
     loose = _loose_recall(bag, text)
     return loose >= need if need == 1.0 else loose > _KEYPOINT_RECALL
+
+
+#: what marks a date as the start or end of a span ("2023年5月22日起", "至2030年5月21日",
+#: "自2019年以来"): said by any wording of the span ("从…开始计算", "到…结束")
+_RANGE_PARTICLES = frozenset(("起", "止", "至", "到", "从", "自", "以来", "开始", "为止", "起算"))
+
+
+def _dates_stated_in_full(keypoint: str, text: str) -> bool:
+    """Every date of ``keypoint`` is in ``text`` with every field the keypoint gives
+    (year, month, day, quarter): "3 March 2021" is not stated by "2021". True for a
+    keypoint without dates."""
+    wanted = extract_dates(keypoint)
+    if not wanted:
+        return True
+    said = extract_dates(text)
+    return all(
+        any(
+            (k.year is None or k.year == d.year)
+            and (k.month is None or k.month == d.month)
+            and (k.day is None or k.day == d.day)
+            and (k.quarter is None or k.quarter == d.quarter)
+            for d in said
+        )
+        for k in wanted
+    )
 
 
 def _one_character_dropped(term: str, text: str) -> bool:
@@ -1068,7 +1151,9 @@ def _loose(token: str) -> str:
 
 def _loose_recall(bag: Counter[str], text: str) -> float:
     """Recall of ``bag`` in ``text`` with words compared by :func:`_loose` ("swooping"
-    is said by "swoops", "秋季" by "秋天", "翌年" by "第二年")."""
+    is said by "swoops", "秋季" by "秋天", "翌年" by "第二年"), a hyphenated word by its
+    parts ("fairy-tale" by "fairy tales") and an English word by a stem sharing most of
+    it ("illustrations" by "illustrated", see :func:`_same_root`)."""
     if not text.isascii():
         for variant, spelling in _ZH_SPELLINGS.items():
             if variant in text:
@@ -1078,7 +1163,44 @@ def _loose_recall(bag: Counter[str], text: str) -> float:
     for token, n in bag.items():
         want[_loose(token)] += n
     total = sum(want.values())
-    return sum((said & want).values()) / total if total else 0.0
+    if not total:
+        return 0.0
+    hit = 0
+    roots: list[str] | None = None
+    for word, n in want.items():
+        if said[word]:
+            hit += min(n, said[word])
+            continue
+        if not word.isascii():
+            continue
+        if "-" in word:
+            parts = [_loose(p) for p in word.split("-") if p]
+            if parts and all(said[p] for p in parts):
+                hit += n
+            continue
+        if roots is None:
+            roots = [w for w in said if w.isascii()]
+        if any(_same_root(word, w) for w in roots):
+            hit += n
+    return hit / total
+
+
+#: the shared beginning two stems need to count as one word when compared loosely
+_ROOT_MIN = 6
+_ROOT_SHARE = 0.8
+
+
+def _same_root(a: str, b: str) -> bool:
+    """Two English stems that share their first six letters or more, at least four
+    fifths of the shorter ("illustration" / "illustrat", "industry" / "industri"; not
+    "contract" / "contradict")."""
+    short = min(len(a), len(b))
+    if short < _ROOT_MIN or a[:_ROOT_MIN] != b[:_ROOT_MIN]:
+        return False
+    n = _ROOT_MIN
+    while n < short and a[n] == b[n]:
+        n += 1
+    return n >= _ROOT_SHARE * short
 
 
 def states_keypoint(keypoint: str, text: str) -> bool:
@@ -1595,6 +1717,14 @@ class _Case:
             values = replace(
                 values, contradicted=tuple(v for v in values.contradicted if v not in given)
             )
+        # a value the answer gives for another event of the ground truth's kind ("23 June:
+        # he slept better" beside the ground truth's "discharged on 24 June") is an extra
+        # detail, not the ground truth's value stated otherwise: a contradiction needs a
+        # competing value in a clause about the same slot
+        if values.contradicted:
+            kept = tuple(v for v in values.contradicted if not _other_slot(v, gt, ans))
+            if kept != values.contradicted:
+                values = replace(values, contradicted=kept)
         return values, said
 
     @property

@@ -692,6 +692,17 @@ def _quantities(text: str) -> tuple[Quantity, ...]:
         for m in _DOC_LABEL.finditer(text):
             taken.mark(m.start(), m.end())
 
+    # a time of day ("19时许", "16时45分", "下午3点半") is no count: one unit of its own, so
+    # it is compared with other times of day only
+    for m in _RE_ZH_CLOCK.finditer(t) if ("时" in t or "点" in t) else ():
+        hour = int(m.group("h"))
+        if hour > 24 or taken.bits.find(1, m.start(), m.end()) >= 0:
+            continue
+        minutes = 30 if m.group("half") else int(m.group("m") or 0)
+        raw = text[m.start() : m.end()]
+        out.append(Quantity(hour * 60 + minutes, "clock", raw, m.start(), m.end()))
+        taken.mark(m.start(), m.end())
+
     for m in _RE_ZH_PERCENT.finditer(t) if "百分之" in t else ():
         n = m.group("n")
         value = float(n) if n[0].isdigit() else _parse_zh_number(n)
@@ -774,6 +785,12 @@ def _quantities(text: str) -> tuple[Quantity, ...]:
     return tuple(out)
 
 
+#: a Chinese time of day: "19时", "16时45分", "14时30分许", "3点半", "8点" before a marker
+#: (not "时间"/"时候"/"时期"/"时代", nor the decimal "3点5", nor "小时" durations)
+_RE_ZH_CLOCK = lazy_compile(
+    r"(?<![\d小.])(?P<h>\d{1,2})(?:时(?![间候期代])|点(?=\d{1,2}分|半|钟|许|左右|整))"
+    r"(?:(?P<m>\d{1,2})分|(?P<half>半))?"
+)
 _RE_RESTATED = lazy_compile(r"[ \t]?\(([0-9][0-9,]*(?:\.[0-9]+)?)\)")
 _RE_AND_A_HALF = lazy_compile(r"[ \t]+and[ \t]+(?:a|one)[ \t]+half(?:[ \t]+(?P<unit>[A-Za-z]+))?\b")
 _ZH_HALF_UNITS = {"半月": "month", "半小时": "hour", "半钟头": "hour"}
@@ -996,6 +1013,17 @@ _RE_ERA = lazy_compile(
 )
 _RE_ZH_ERA = lazy_compile(r"公元(前)?[ \t]*(\d{1,4})[ \t]*年")
 _RE_BARE_YEAR = lazy_compile(r"(1[5-9]\d{2}|20\d{2})(?:s\b)?(?![\d%]|[.,]\d)")
+#: a year range's first year and dash ("2001-2003", "1939–1945")
+_RE_YEAR_DASH = lazy_compile(r"(?<!\d)(1[5-9]\d{2}|20\d{2})[-–]\Z")
+
+
+def _range_end_year(t: str, m: re.Match[str]) -> bool:
+    """The bare year ``m`` closes a range of years that a dash joins ("2001-2003"): a
+    year after a year, not a number after a dash ("10-2003", "2003-2001")."""
+    before = _RE_YEAR_DASH.search(t, max(0, m.start() - 5), m.start())
+    return before is not None and int(before.group(1)) < int(m.group(1))
+
+
 _NOT_BEFORE_YEAR = frozenset("0123456789$£€¥.,:/-")
 #: a four-digit number outside the bare-year range that a time preposition makes a year
 #: ("born in 3912", "until 1066"): an answer's impossible year must still be a date
@@ -1210,7 +1238,7 @@ def _dates(text: str) -> tuple[DateMention, ...]:
                 if len(m.group(g)) == 3:
                     add(int(m.group(g)), None, None, m.start(g), m.end(g) + 1)
     for m in _RE_BARE_YEAR.finditer(t) if has_digit else ():
-        if m.start() and t[m.start() - 1] in _NOT_BEFORE_YEAR:
+        if m.start() and t[m.start() - 1] in _NOT_BEFORE_YEAR and not _range_end_year(t, m):
             continue
         if _RE_AFTER_YEAR_NOT_DATE.match(t, m.end()):
             continue
@@ -1407,11 +1435,38 @@ _ZH_BOUNDARY_WORDS = (
     "起诉",
     "委托",
     "聘请",
+    # conjunctions that open a clause ("因此法院认为", "所以法院判处")
+    "因此",
+    "所以",
+    "因而",
+    "于是",
+    "但是",
+    "然而",
+    "而且",
+    "并且",
+    "此外",
+    "另外",
+    "同时",
+    "随后",
+    "然后",
+    "最终",
+    "最后",
+    # verbs of holding a post or belonging ("还兼任辅仁大学", "毕业于北京大学")
+    "担任",
+    "兼任",
+    "任职",
+    "就职",
+    "供职",
+    "就读",
+    "毕业",
+    "加入",
 )
 #: descriptors that make "X公司" a common noun, not a name ("上市公司", "子公司")
 _ZH_GENERIC_ORG_HEADS = frozenset(
     "上市 保险 子 母 分 总 控股 参股 关联 合资 外资 国有 民营 私营 商业 该 本 贵 其 原 某 "
-    "一家 两家 多家 各家 各 此 这家 那家 这 那 新 老 家".split()
+    "一家 两家 多家 各家 各 此 这家 那家 这 那 新 老 家 "
+    # a court by its place in the case, not its name ("原审法院", "二审法院")
+    "原审 一审 二审 再审 终审 上级 下级 同级 基层".split()
 )
 #: a count of organisations before their descriptor ("三家", "3家", "两家")
 _RE_ZH_COUNTED = lazy_compile(r"[\d一二三四五六七八九十百两几多]+家")
