@@ -33,7 +33,7 @@ from ragtriage.know._statements import (
 from ragtriage.records import Chunk, Document
 from ragtriage.text import content_tokens, detect_language, split_sentences
 
-__all__ = ["Draft", "OfflineGenerator", "corpus_entities", "entity_of"]
+__all__ = ["Draft", "OfflineGenerator", "as_user_asks", "corpus_entities", "entity_of", "user_name"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,8 +153,12 @@ def corpus_entities(documents: Sequence[Document]) -> list[str]:
     persons of records too): what a stand-alone question names."""
     names: set[str] = set()
     for d in documents:
-        names.update(n for n in subject_of(d).names() if n)
-        names.update(re.findall(r"(?:患者|被告人|原告|被告)：([^，,。；\n]{2,30})", d.text))
+        who = subject_of(d)
+        found = [n for n in who.names() if n]
+        found += re.findall(r"(?:患者|被告人|原告|被告)：([^，,。；\n]{2,30})", d.text)
+        names.update(found)
+        # and as a question names them (:func:`user_name`)
+        names.update(user_name(n, who.kind if n == who.name else "org") for n in found)
     return sorted(names)
 
 
@@ -293,8 +297,9 @@ class OfflineGenerator:
         context: str | None = None,
         other_doc_ids: tuple[str, ...] = (),
     ) -> Draft:
+        names = [self._subjects[d] for d in (chunk.doc_id, *other_doc_ids)]
         return Draft(
-            question=q,
+            question=as_user_asks(q, names),
             answer=a,
             label=label,
             references=refs,
@@ -771,3 +776,71 @@ def _topic_question(heading: str, name: str, kind: str, zh: bool) -> str | None:
     if kind == "org" and plural and re.search(r"(?:events|changes|risks|measures)$", topic):
         return f"What were the {topic} at {name}?"
     return f"How would you summarise {name}'s {topic}?"
+
+
+#: the legal form that ends a registered company name ("Ltd", "ASA", "股份有限公司"):
+#: part of the name on the document's title page, not of how anyone asks about it
+_LEGAL_FORM = (
+    r"(?:,? (?:Ltd\.?|Limited|[Pp]lc|PLC|Inc\.?|Corp\.?|Co\.|LLC|LLP|L\.P\.|ASA|AS|AB|AG|SE|"
+    r"GmbH|S\.A\.|SA|S\.p\.A\.|N\.V\.|B\.V\.|Oyj|Pty(?: Ltd)?))"
+)
+_LEGAL_FORM_END = re.compile(rf"{_LEGAL_FORM}$")
+#: a capitalised name followed by its legal form, anywhere in a question
+_LEGAL_NAME = re.compile(rf"\b((?:[A-Z][\w&'-]*|&|of|and) )*[A-Z][\w&'-]*{_LEGAL_FORM}(?![\w.])")
+_LEGAL_FORM_ZH = re.compile(r"(?<=[\u4e00-\u9fff]{2})(?:股份有限公司|有限责任公司|有限公司)")
+#: a job title written before a person's name ("Chief Financial Officer Liam Prendergast")
+_TITLE_BEFORE_NAME = re.compile(
+    r"\b(?:[A-Z][a-z]+ ){0,3}(?:Officer|Director|Executive|President|Secretary|Chair(?:man|woman)?)"
+    r" (?=[A-Z][a-z]+ [A-Z][a-z]+)"
+)
+_PROSECUTING = {"State", "People", "Crown", "Republic", "Commonwealth"}
+
+
+def _possessive(name: str) -> str:
+    """ "Colin Marsh" → "Colin Marsh's", "Northgate Builders" → "Northgate Builders'"."""
+    return f"{name}'" if name.endswith("s") and not name.endswith("ss") else f"{name}'s"
+
+
+def user_name(name: str, kind: str) -> str:
+    """How a user refers to a document's entity or party, who knows it but not the
+    document's wording: a company without its legal form ("Tallis Retail Group Ltd" →
+    "Tallis Retail Group", "华锦新材料股份有限公司" → "华锦新材料"), a criminal case by its
+    defendant ("State v. Colin Marsh" → "Colin Marsh's case"), a civil one by its parties
+    ("Dana Whitfield v. Corbin Logistics LLC" → "Dana Whitfield's case against Corbin
+    Logistics"); anything else as it is."""
+    if kind == "case" and " v. " in name:
+        first, _, second = name.partition(" v. ")
+        second = user_name(second, "org")
+        if first in _PROSECUTING:
+            return f"{_possessive(second)} case"
+        return f"{_possessive(user_name(first, 'org'))} case against {second}"
+    short = _LEGAL_FORM_ZH.sub("", name) if re.search(r"[\u4e00-\u9fff]", name) else name
+    short = _LEGAL_FORM_END.sub("", short).strip()
+    return short if len(short) >= 2 else name
+
+
+def as_user_asks(question: str, subjects: Sequence[DocSubject]) -> str:
+    """The question worded as a user who knows the entities asks it, not copied from the
+    document: the entities and parties by :func:`user_name`, any other company without
+    its legal form, and no job title before a person's name ("When did Chief Financial
+    Officer Liam Prendergast join …" → "When did Liam Prendergast join …"). The
+    question's content is unchanged; only the document's formal wording goes."""
+    out = question
+    for who in subjects:
+        for name in sorted(set(who.names()), key=len, reverse=True):
+            if not name or name not in out:
+                continue
+            kind = who.kind if name == who.name else "org"
+            short = user_name(name, kind)
+            if kind == "case" and short != name:
+                # "in State v. X" → "in X's case"; a case name used as a possessive or
+                # after an article stays (it is not a noun phrase to rewrite)
+                out = re.sub(rf"(?<=\bin ){re.escape(name)}(?!')", short, out)
+                continue
+            out = out.replace(f"{name}'s", _possessive(short)).replace(name, short)
+    if not re.search(r"[\u4e00-\u9fff]", out):
+        out = _LEGAL_NAME.sub(lambda m: _LEGAL_FORM_END.sub("", m.group()), out)
+        out = _TITLE_BEFORE_NAME.sub("", out)
+    else:
+        out = _LEGAL_FORM_ZH.sub("", out)
+    return out
