@@ -12,7 +12,8 @@ about the question's terms), not from the generator's flag.
     .venv/bin/python benchmarks/know_testset_sample.py [--sample FILE]
 
 ``--sample`` picks another committed sample (``testset_sample_v2.jsonl``: seed 1 after the
-first round of generator fixes; ``testset_sample_v3.jsonl``: seed 2 after the second). When
+first round of generator fixes; ``testset_sample_v3.jsonl``: seed 2 after the second; ``testset_sample_v4.jsonl``: seed 3
+after questions name entities as a user would). When
 ``<sample>_judgements.jsonl`` lies beside it (a blind judge's verdicts, written before any
 score), their counts are printed too.
 """
