@@ -10,7 +10,7 @@ from ragtriage.diagnosis.stage import (
     stage_from_coverage,
     stage_from_flow,
 )
-from ragtriage.records import Stage
+from ragtriage.records import Stage, Trace
 
 CFG = DiagnosisConfig()
 
@@ -122,6 +122,31 @@ def test_low_concept_coverage_is_chunking_only_on_positive_evidence() -> None:
         references=["Acme Corp was founded in 1999 in Springfield."],
     )
     assert classify_stage(cut, ["gd_0", "gd_1"], 0.6, 5, CFG).stage is Stage.CHUNKING
+
+
+def test_a_court_speaking_of_itself_is_no_sign_of_a_cut() -> None:
+    # "本院" / "the court" is in every chunk of a judgment and stands for no subject the
+    # question names: not positive evidence of chunking, unless the question asks about a
+    # court
+    def judgment(query: str) -> Trace:
+        return make_trace(
+            gt_texts=(
+                "Acme Corp was charged with fraud.",
+                "The court finds the fraud proven and fines it 2 million.",
+                "Costs are borne by the defendant company.",
+            ),
+            other_texts=_FOUR_OTHERS,
+            retrieved=["od_0", "od_1", "od_2", "od_3"],
+            reranked=["od_0"],
+            context=["od_0"],
+            query=query,
+        )
+
+    assert classify_stage(judgment("What fine did Acme get?"), ["gd_1"], 0.6, 5, CFG).stage is (
+        Stage.RETRIEVAL
+    )
+    asks_court = judgment("What did the court fine Acme?")
+    assert classify_stage(asks_court, ["gd_1"], 0.6, 5, CFG).stage is Stage.CHUNKING
 
 
 def test_a_shallow_retriever_that_missed_the_gt_chunks_is_retrieval() -> None:

@@ -15,7 +15,7 @@ the steps before :attr:`CascadeStep.after_concepts` decided nothing), and
 | GT flow | B.2.2-B.2.3: generation when more than ``generator_gt_share`` of the GT chunks reached the generator (or there are none), reranking when one was retrieved and dropped -- retrieval instead when the evidence the answer lacks (its reference sentence's chunk, or a GT chunk holding the missing fact) was never retrieved (issue 27) |
 | chunk shape | over- or underchunking of GT chunks that were not retrieved (``chunking_extension``) |
 | depth | retrieval when no GT chunk was retrieved from a list of at most ``shallow_retrieval`` |
-| concept coverage | B.2.4: chunking below ``concept_coverage``, else retrieval; with ``chunking_extension`` chunking only on positive evidence (an anaphor in a GT chunk, a reference cut by a boundary), else retrieval |
+| concept coverage | B.2.4: chunking below ``concept_coverage``, else retrieval; with ``chunking_extension`` chunking only on positive evidence (an anaphor in a GT chunk other than a court speaking of itself, a reference cut by a boundary), else retrieval |
 
 The steps read the answer judgement through its
 :class:`~ragtriage.diagnosis.findings.AnswerFindings` (the rules judge's deciding rule, or
@@ -30,10 +30,12 @@ generator (:func:`~ragtriage.diagnosis.stage.before_split_reference`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
+from ragtriage._regex import lazy_compile
 from ragtriage.config import DiagnosisConfig
 from ragtriage.diagnosis.declined import stage_from_declined, stage_from_missing
 from ragtriage.diagnosis.findings import AnswerFindings
@@ -50,8 +52,8 @@ from ragtriage.diagnosis.stage import (
     stage_from_parts,
     stage_from_references,
 )
-from ragtriage.diagnosis.types_rules import anaphor
-from ragtriage.records import Stage, Trace
+from ragtriage.diagnosis.types_rules import anaphors
+from ragtriage.records import Chunk, Stage, Trace
 
 __all__ = [
     "CASCADE",
@@ -151,15 +153,28 @@ def _concept_coverage(c: CascadeCase) -> StageCall | None:
     # body chunk missed it by its other words. A GT chunk that leans on context it lacks
     # (an anaphor: "the defendant", "该公司") or a reference no chunk holds whole is one
     cm = c.trace.chunk_map()
-    if anaphor([cm[i] for i in c.flow.gt_ids if i in cm]) is not None or reference_cut(
-        c.trace, c.flow.gt_ids
-    ):
+    gt = [cm[i] for i in c.flow.gt_ids if i in cm]
+    if _leans_on_subject(gt, c.trace.example.query) or reference_cut(c.trace, c.flow.gt_ids):
         return call
     return StageCall(
         Stage.RETRIEVAL,
         f"{call.reason}, but no GT chunk leans on a subject it lacks and no reference is "
         "cut by a chunk boundary: no sign that chunking parted the evidence, so retrieval",
     )
+
+
+#: the court speaking of itself ("本院", "this court"): a judgment's every chunk says it, and
+#: it stands in for no subject a question names unless the question asks about a court
+_RE_COURT_SELF = lazy_compile(r"^(?:本院|该院|该法院|(?:the|this)\s+court)$", re.IGNORECASE)
+_RE_ASKS_COURT = lazy_compile(r"法院|\bcourts?\b", re.IGNORECASE)
+
+
+def _leans_on_subject(gt: Sequence[Chunk], query: str) -> bool:
+    """A ground-truth chunk refers to a subject by an anaphor instead of naming it
+    (:func:`anaphors`), other than a court speaking of itself when the question is not
+    about a court."""
+    court_asked = _RE_ASKS_COURT.search(query) is not None
+    return any(court_asked or not _RE_COURT_SELF.match(a) for a in anaphors(gt))
 
 
 #: the steps in order (see the module table); the last always decides

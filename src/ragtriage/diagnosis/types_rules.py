@@ -495,6 +495,18 @@ def _chunking_tests(ctx: CaseContext, found: _Found) -> None:
         )
 
 
+def anaphors(gt: Sequence[Chunk]) -> list[str]:
+    """Every definite description of :func:`anaphor` in the ground-truth chunks and the
+    pronoun opening one, in chunk order."""
+    out: list[str] = []
+    for c in gt:
+        out.extend(m.group() for m in _RE_ANAPHORA.finditer(c.text))
+        head = _RE_OPENING_PRONOUN.match(c.text)
+        if head is not None:
+            out.append(head.group().strip())
+    return out
+
+
 def anaphor(gt: Sequence[Chunk]) -> str | None:
     """A definite description ("the company", "该公司") in a ground-truth chunk, or a
     pronoun opening one ("It ...", "他..."): the chunk leans on context it lacks."""

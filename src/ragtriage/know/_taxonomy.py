@@ -83,24 +83,42 @@ class LabelDecision:
         }
 
 
-def _context_of(example: Example, docs: Mapping[str, str]) -> str:
-    """The ground-truth context: the verbatim references, else the example's documents."""
+def _context_of(
+    example: Example, docs: Mapping[str, str], titles: Mapping[str, str] | None = None
+) -> str:
+    """The ground-truth context: the verbatim references, else the example's documents.
+    References drawn from several documents each say which document they come from (its
+    title, else its id): "Age: 81." and "Age: 34." alone do not tell whose age is whose."""
     refs = [r for r in example.references if r.strip()]
     if refs:
+        if len(example.doc_ids) >= 2:
+            refs = [_with_source(r, example.doc_ids, docs, titles or {}) for r in refs]
         return "\n".join(refs)
     texts = [docs[d] for d in example.doc_ids if d in docs]
     return "\n\n".join(texts)[:_MAX_CONTEXT_CHARS]
 
 
+def _with_source(
+    ref: str, doc_ids: Sequence[str], docs: Mapping[str, str], titles: Mapping[str, str]
+) -> str:
+    """``ref`` after the title (or id) of the first of ``doc_ids`` whose text holds it;
+    unchanged when none does."""
+    for d in doc_ids:
+        if ref.strip() in docs.get(d, ""):
+            return f"[{titles.get(d) or d}] {ref}"
+    return ref
+
+
 def items_of(dataset: Dataset, *, limit: int | None = None) -> list[LabelItem]:
     """The (context, question) pairs of a dataset, in file order."""
     docs = {d.doc_id: d.text for d in dataset.documents}
+    titles = {d.doc_id: d.title for d in dataset.documents if d.title}
     examples: Sequence[Example] = dataset.examples[:limit] if limit else dataset.examples
     return [
         LabelItem(
             example_id=e.example_id,
             question=e.query,
-            context=_context_of(e, docs),
+            context=_context_of(e, docs, titles),
             answer=e.answer,
             answerable=e.answerable,
             language=e.language,
