@@ -4,6 +4,7 @@ corpus' own labels and the hand labels of benchmarks/data/know/ (docs/llm_paths.
     ragtriage label demo --labeller llm --config benchmarks/data/natural/llm_judge.yaml \\
         --cache /tmp/lbl.sqlite --out /tmp/lbl \\
         --llm-batch-in benchmarks/data/know/replies_llm_labeller_demo.jsonl \\
+        --llm-batch-in benchmarks/data/know/replies_llm_labeller_sourced.jsonl \\
         --llm-batch-out /tmp/lbl-batch
     .venv/bin/python benchmarks/labeller_agreement.py /tmp/lbl/labels.jsonl
 """

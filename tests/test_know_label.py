@@ -14,6 +14,7 @@ import pytest
 from know_helpers import cli, no_llm_env  # noqa: F401 (autouse fixture)
 from llm_server import LocalLLMServer, last_user
 from ragtriage.config import LLMConfig
+from ragtriage.data import Dataset
 from ragtriage.diagnosis.votes import summarize_label_votes
 from ragtriage.errors import InputError
 from ragtriage.know import (
@@ -22,12 +23,15 @@ from ragtriage.know import (
     LabelItem,
     LLMLabeller,
     composition,
+    items_of,
     label_agreement,
     parse_label_reply,
     parse_mix,
     rules_label,
 )
+from ragtriage.know._llm import label_prompt
 from ragtriage.llm import LLMRunner
+from ragtriage.records import Document, Example
 
 CTX_EN = (
     "The Sierra Alta wind farm in Andalusia was commissioned on 12 May 2022. "
@@ -299,3 +303,34 @@ def test_label_cli_several_datasets(tmp_path: Path) -> None:
     table = list(csv.DictReader((out / "composition.csv").open()))
     assert len({r["dataset"] for r in table}) == 3  # demo given + demo rules + mine rules
     assert "mine (rules labels)" in (out / "composition.html").read_text()
+
+
+def test_references_of_several_documents_are_shown_with_their_source() -> None:
+    # "Age: 81." and "Age: 34." alone do not say whose age is whose: the LLM is shown each
+    # reference after its document's title; the rules read the plain references
+    docs = [
+        Document(doc_id="a", title="Record: Agnes Whitlow", text="Name: Agnes Whitlow\nAge: 81."),
+        Document(doc_id="b", title="Record: Thomas Brekke", text="Name: Thomas Brekke\nAge: 34."),
+    ]
+    ex = Example(
+        example_id="q1",
+        query="Who was older, Agnes Whitlow or Thomas Brekke?",
+        answer="Agnes Whitlow",
+        doc_ids=["a", "b"],
+        references=["Age: 81.", "Age: 34."],
+    )
+    one = Example(
+        example_id="q2",
+        query="How old was Agnes Whitlow?",
+        answer="81",
+        doc_ids=["a"],
+        references=["Age: 81."],
+    )
+    item, single = items_of(Dataset(name="t", documents=docs, examples=[ex, one]))
+    assert item.context == "Age: 81.\nAge: 34."
+    assert (
+        item.sourced_context == "[Record: Agnes Whitlow] Age: 81.\n[Record: Thomas Brekke] Age: 34."
+    )
+    assert "[Record: Agnes Whitlow] Age: 81." in label_prompt(item)
+    # one document: nothing to tell apart, the prompt shows the references as they are
+    assert single.sourced_context == "" and "[[Age: 81.]]" in label_prompt(single)

@@ -44,7 +44,8 @@ You must select exactly one label from the list above. Do not select anything th
 
 def label_prompt(item: LabelItem) -> str:
     """The App. D prompt for one (context, question) pair."""
-    return _PROMPT.format(context=item.context[:MAX_CONTEXT_CHARS], question=item.question)
+    context = item.sourced_context or item.context
+    return _PROMPT.format(context=context[:MAX_CONTEXT_CHARS], question=item.question)
 
 
 def parse_label_reply(text: str) -> tuple[str | None, str]:

@@ -49,6 +49,9 @@ class LabelItem:
     given_label: str | None = None
     #: the full text of the example's documents (the rules look values up in it)
     documents: str = ""
+    #: the context as the LLM is shown it: references drawn from several documents each
+    #: after their document's title ("" when that is the context itself)
+    sourced_context: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,19 +86,23 @@ class LabelDecision:
         }
 
 
-def _context_of(
-    example: Example, docs: Mapping[str, str], titles: Mapping[str, str] | None = None
-) -> str:
-    """The ground-truth context: the verbatim references, else the example's documents.
-    References drawn from several documents each say which document they come from (its
-    title, else its id): "Age: 81." and "Age: 34." alone do not tell whose age is whose."""
+def _context_of(example: Example, docs: Mapping[str, str]) -> str:
+    """The ground-truth context: the verbatim references, else the example's documents."""
     refs = [r for r in example.references if r.strip()]
     if refs:
-        if len(example.doc_ids) >= 2:
-            refs = [_with_source(r, example.doc_ids, docs, titles or {}) for r in refs]
         return "\n".join(refs)
     texts = [docs[d] for d in example.doc_ids if d in docs]
     return "\n\n".join(texts)[:_MAX_CONTEXT_CHARS]
+
+
+def _sourced_context(example: Example, docs: Mapping[str, str], titles: Mapping[str, str]) -> str:
+    """The references of an example drawn from several documents, each after the title
+    (else the id) of the document it comes from: "Age: 81." and "Age: 34." alone do not say
+    whose age is whose. "" for an example of one document or without references."""
+    refs = [r for r in example.references if r.strip()]
+    if not refs or len(example.doc_ids) < 2:
+        return ""
+    return "\n".join(_with_source(r, example.doc_ids, docs, titles) for r in refs)
 
 
 def _with_source(
@@ -118,7 +125,8 @@ def items_of(dataset: Dataset, *, limit: int | None = None) -> list[LabelItem]:
         LabelItem(
             example_id=e.example_id,
             question=e.query,
-            context=_context_of(e, docs, titles),
+            context=_context_of(e, docs),
+            sourced_context=_sourced_context(e, docs, titles),
             answer=e.answer,
             answerable=e.answerable,
             language=e.language,
