@@ -17,7 +17,7 @@ from ragtriage.config import PipelineConfig, load_config
 from ragtriage.data import Dataset
 from ragtriage.embedding import HashEmbedder, Vectors
 from ragtriage.jsonl import write_jsonl
-from ragtriage.know import INCLUSIVE, best_config, scan_retrieval, scan_rows
+from ragtriage.know import INCLUSIVE, ScanCell, ScanResult, best_config, scan_retrieval, scan_rows
 from ragtriage.records import Document, Example
 
 
@@ -197,3 +197,26 @@ def test_tune_retrieval_cli_writes_a_config_run_accepts(
     text = capsys.readouterr().out
     assert code == 0 and f"labels from {labels}" in text
     assert "reranker lexical" not in text and "best for inclusive" in text
+
+
+def test_a_pick_within_one_question_of_the_runner_up_is_flagged() -> None:
+    def cell(w: float, rr: bool, recall: float) -> ScanCell:
+        return ScanCell(INCLUSIVE, w, rr, recall, recall, 40)
+
+    close = ScanResult(
+        cells=(cell(0.2, False, 0.85), cell(0.5, False, 0.84), cell(0.0, False, 0.70)),
+        weights=(0.0, 0.2, 0.5),
+        k=5,
+        skipped=0,
+        counts={INCLUSIVE: 40},
+    )
+    runner = close.close_runner_up(0.2, False)
+    assert runner is not None and runner.weight == 0.5  # 0.01 < 1/40
+    clear = ScanResult(
+        cells=(cell(0.2, False, 0.85), cell(0.5, False, 0.80)),
+        weights=(0.2, 0.5),
+        k=5,
+        skipped=0,
+        counts={INCLUSIVE: 40},
+    )
+    assert clear.close_runner_up(0.2, False) is None  # 0.05 >= 1/40

@@ -147,6 +147,16 @@ def register(app: typer.Typer) -> None:
             f"{'with' if use_rerank else 'without'} the reranker, expected Recall@{k} {recall:.3f}",
             highlight=False,
         )
+        runner = result.close_runner_up(weight, use_rerank) if expected is None else None
+        if runner is not None:
+            n = result.counts[INCLUSIVE]
+            console.print(
+                f"note: text weight {runner.weight:g} "
+                f"{'with' if runner.rerank else 'without'} the reranker comes within one "
+                f"question of it (Recall@{k} {runner.recall:.3f}, n={n}): on a set this small "
+                "the pick is not reliable -- label or generate more questions",
+                highlight=False,
+            )
         out.mkdir(parents=True, exist_ok=True)
         atomic_write_text(out / "scan.csv", scan_csv(result))
         chosen = best_config(cfg, weight, use_rerank)

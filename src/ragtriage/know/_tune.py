@@ -84,6 +84,25 @@ class ScanResult:
             return None
         return max(cells, key=lambda c: (round(c.recall, 9), round(c.ndcg, 9), -c.weight))
 
+    def close_runner_up(self, weight: float, rerank: bool) -> ScanCell | None:
+        """The best inclusive cell other than ``(weight, rerank)`` when its recall is
+        within one question of that cell's (``1 / n``): on so few questions the pick is
+        not reliable; ``None`` when the pick leads by a question or more."""
+        pick = self.cell(INCLUSIVE, weight, rerank)
+        n = self.counts.get(INCLUSIVE, 0)
+        if pick is None or n == 0:
+            return None
+        others = [
+            c
+            for c in self.cells
+            if c.label == INCLUSIVE and (c.weight, c.rerank) != (weight, rerank)
+        ]
+        if not others:
+            return None
+        # the runner-up nearest in weight among the closest recalls: the one a reader compares
+        runner = max(others, key=lambda c: (round(c.recall, 9), -abs(c.weight - weight)))
+        return runner if pick.recall - runner.recall < 1.0 / n - 1e-9 else None
+
     def mix_recall(self, mix: Mapping[str, float], weight: float, rerank: bool) -> float | None:
         """Recall expected under a label mix (labels without examples are dropped and
         the rest renormalised)."""
