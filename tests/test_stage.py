@@ -303,3 +303,30 @@ def test_the_lacking_facts_own_chunk_never_retrieved_is_retrieval_zh() -> None:
     # gd_0 retrieved and dropped: reranking
     dropped = make_trace(retrieved=["od_0", "gd_0"], **kw)  # type: ignore[arg-type]
     assert classify_stage(dropped, ["gd_0", "gd_1"], 1.0, 4, CFG).stage is Stage.RERANKING
+
+
+def test_a_lacking_fact_whose_reference_a_boundary_cuts_is_chunking() -> None:
+    # the reference the answer lacks is cut between gd_0 and gd_1 (no chunk holds it
+    # whole) and no piece reached the generator: the boundary lost it first -- chunking,
+    # not the retrieval of the pieces
+    ref = "Acme Corp was founded in 1999 in Springfield."
+    kw = {
+        "answer": "I don't know when Acme Corp was founded.",
+        "gt_texts": (
+            "Acme Corp was founded",
+            "in 1999 in Springfield.",
+            "It sells widgets and gadgets to retailers.",
+        ),
+        "references": [ref],
+        "reranked": ["od_0"],
+        "context": ["od_0"],
+    }
+    cut = make_trace(retrieved=["od_0", "gd_2"], **kw)  # type: ignore[arg-type]
+    call = classify_stage(cut, ["gd_0", "gd_1", "gd_2"], 1.0, 4, CFG)
+    assert call.stage is Stage.CHUNKING and "held whole by no chunk" in call.reason
+    # held whole by gd_0 and never retrieved: retrieval, as before
+    whole = make_trace(
+        retrieved=["od_0", "gd_1"],
+        **{**kw, "gt_texts": (ref, "It sells widgets.", "Its CEO is Ann Lee.")},  # type: ignore[arg-type]
+    )
+    assert classify_stage(whole, ["gd_0", "gd_1"], 1.0, 4, CFG).stage is Stage.RETRIEVAL

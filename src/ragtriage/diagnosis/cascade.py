@@ -12,7 +12,7 @@ the steps before :attr:`CascadeStep.after_concepts` decided nothing), and
 | references | generation: every located reference sentence was held whole by a chunk of the context (``reference_extension``) |
 | question parts | one entity's evidence never reached the generator (``entity_extension``): retrieval or reranking, chunking when it was cut from its subject or -- for a retrieval call -- the GT chunks' shape is at fault |
 | declined facts | the facts a partially abstaining (or wrongly valued) answer lacks never reached the generator (``entity_extension``): reranking or retrieval |
-| GT flow | B.2.2-B.2.3: generation when more than ``generator_gt_share`` of the GT chunks reached the generator (or there are none), reranking when one was retrieved and dropped -- retrieval instead when the evidence the answer lacks (its reference sentence's chunk, or a GT chunk holding the missing fact) was never retrieved (issue 27) |
+| GT flow | B.2.2-B.2.3: generation when more than ``generator_gt_share`` of the GT chunks reached the generator (or there are none), reranking when one was retrieved and dropped -- retrieval instead when the evidence the answer lacks (its reference sentence's chunk, or a GT chunk holding the missing fact) was never retrieved, chunking when no chunk holds that reference whole (issue 27) |
 | chunk shape | over- or underchunking of GT chunks that were not retrieved (``chunking_extension``) |
 | depth | retrieval when no GT chunk was retrieved from a list of at most ``shallow_retrieval`` |
 | concept coverage | B.2.4: chunking below ``concept_coverage``, else retrieval; with ``chunking_extension`` chunking only on positive evidence (an anaphor in a GT chunk other than a court speaking of itself, a reference cut by a boundary), else retrieval |
@@ -130,7 +130,7 @@ def _gt_flow(c: CascadeCase) -> StageCall | None:
         # a dropped ground-truth chunk is not the evidence the answer lacks: that
         # evidence's own chunks decide where it was lost (never retrieved: retrieval)
         missing = stage_from_missing(c.trace, c.flow, located="evidence")
-        if missing is not None and missing.stage is Stage.RETRIEVAL:
+        if missing is not None and missing.stage in (Stage.RETRIEVAL, Stage.CHUNKING):
             call = missing
     return before_split_reference(c.trace, c.flow, c.config, call)
 

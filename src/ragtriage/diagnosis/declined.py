@@ -15,7 +15,7 @@ figure of several.
 | when | the answer evaluation's rule is ``partial_abstention``, or a wrong value in a ground-truth fact's place (``value_conflict``, ``impossible_date``, ``entity_value``, ``slot_conflict``, ``keypoint_replaced``), and more than ``generator_gt_share`` of the GT chunks reached the generator (below it the cascade already looks upstream) |
 | missing facts | the ground truth's keypoints the answer does not state, else its statements it does not make |
 | holders | the GT-document chunks that hold a missing fact (all its numbers, half its words) |
-| decision | a missing fact held in the context: generation (``None``); else reranking when a holder was retrieved, retrieval when none was; facts no chunk holds are skipped |
+| decision | a missing fact held in the context: generation (``None``); else chunking when the fact's reference sentence is held whole by no chunk (a boundary cut it), reranking when a holder was retrieved, retrieval when none was; facts no chunk holds are skipped |
 
 Both judges (issue #26): the step reads the answer judgement's
 :class:`~ragtriage.diagnosis.findings.AnswerFindings` -- the rules judge's through its
@@ -64,6 +64,8 @@ class MissingEvidence:
     #: the facts are the answer judge's quotes of the ground truth (``facts`` of
     #: :func:`missing_evidence`), not the rules' reading of what the answer lacks
     quoted: bool = False
+    #: the facts whose reference sentence no chunk holds whole: a chunk boundary cut it
+    cut: frozenset[str] = frozenset()
 
     @property
     def located(self) -> bool:
@@ -104,10 +106,13 @@ def _locate(
     seen: list[tuple[str, str]] = []
     dropped: list[tuple[str, str]] = []
     lost: list[tuple[str, str]] = []
-    spans = _reference_chunks(trace)
+    located = _reference_chunks(trace)
+    spans = [(ref, whole) for ref, whole, _ in located if whole]
+    cut_refs = [(ref, pieces) for ref, whole, pieces in located if not whole]
     gt = set(gt_ids)
     by_reference: set[str] = set()
     in_gt_chunk: set[str] = set()
+    cut: set[str] = set()
     for fact in missing:
         kp = fact in keypoints if keypoint is None else keypoint
         # the reference sentences that state the fact, and the chunks that hold them (a
@@ -117,6 +122,12 @@ def _locate(
             by_reference.add(fact)
         else:
             holders = [c.chunk_id for c in trace.gt_doc_chunks if _holds(fact, c.text, keypoint=kp)]
+            pieces = [c for ref, cs in cut_refs if _holds(fact, ref, keypoint=kp) for c in cs]
+            if pieces:
+                # stated by a reference a chunk boundary cuts (and by none held whole):
+                # its pieces hold it, when no chunk holds it by its words alone
+                cut.add(fact)
+                holders = holders or pieces
         if not holders:
             continue
         if gt & set(holders):
@@ -135,18 +146,20 @@ def _locate(
         frozenset(by_reference),
         frozenset(in_gt_chunk),
         quoted=keypoint is None,
+        cut=frozenset(cut),
     )
 
 
-def _reference_chunks(trace: Trace) -> list[tuple[str, list[str]]]:
+def _reference_chunks(trace: Trace) -> list[tuple[str, list[str], list[str]]]:
     """Each located reference sentence with the GT-document chunks that hold it whole
-    (several where chunks overlap); a reference no one chunk holds whole is left out."""
+    (several where chunks overlap; none where a chunk boundary cuts it) and the chunks
+    that hold a piece of it."""
     refs = [r.strip() for r in trace.example.references if r.strip()]
     if not refs or not trace.gt_doc_chunks:
         return []
     texts = gt_doc_texts(trace)
     groups = chunks_by_doc(trace.gt_doc_chunks)
-    out: list[tuple[str, list[str]]] = []
+    out: list[tuple[str, list[str], list[str]]] = []
     for ref in refs:
         for doc_id, (text, offset) in texts.items():
             span = reference_span(text, ref)
@@ -154,8 +167,8 @@ def _reference_chunks(trace: Trace) -> list[tuple[str, list[str]]]:
                 continue
             s, e = span[0] + offset, span[1] + offset
             whole = [c.chunk_id for c in groups[doc_id] if c.start <= s and c.end >= e]
-            if whole:
-                out.append((ref, whole))
+            pieces = [c.chunk_id for c in groups[doc_id] if c.start < e and c.end > s]
+            out.append((ref, whole, pieces))
             break
     return out
 
@@ -195,6 +208,17 @@ def stage_from_missing(
             if ev.quoted
             else "; no chunk holds the facts the answer judge quoted, so the rules' reading "
             "of what the answer lacks"
+        )
+    lost_facts = [f for f, _ in (*lost, *(ev.dropped if not ev.unretrieved else ()))]
+    cut_fact = next((f for f in lost_facts if f in ev.cut), None)
+    if cut_fact is not None:
+        # the evidence was cut by a chunk boundary before anything was retrieved: the
+        # earliest stage that lost it
+        return StageCall(
+            Stage.CHUNKING,
+            f"the answer lacks {cut_fact!r}: its reference sentence is held whole by no chunk "
+            f"(a chunk boundary cuts it), and no piece of it reached the generator ({reached}"
+            f"{said})",
         )
     if lost:
         fact, chunk = lost[0]
