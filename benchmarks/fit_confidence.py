@@ -13,6 +13,11 @@ wrong keeps the current table's parameters. Prints the ECE and Brier score on de
 on test before (current table) and after (fitted table); ``--write`` replaces the
 table shipped in the package, ``--out`` writes it elsewhere.
 
+``--blind --natural benchmarks/data/natural`` adds the natural-answer parts' current
+diagnoses to the fit and prints their reliability part by part, each part scored by a
+table fitted without it (issue 27: the natural answers were scored by a table that never
+saw one).
+
 ``--blind`` also fits on the *first-contact* diagnoses: the ones each blind part got from
 the code of its day, before anyone read its misses (``<part>/blind_diagnoses.jsonl``, see
 the set's README), next to the current diagnoses of every label (all splits) of the
@@ -189,6 +194,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--blind", action="store_true", help=f"Fit on the blind parts' {BLIND_FILE} (see above)."
     )
+    ap.add_argument(
+        "--natural",
+        type=Path,
+        default=None,
+        help="With --blind: also fit on the natural-answer parts under this folder "
+        "(benchmarks/data/natural) and print their leave-one-part-out reliability.",
+    )
     args = ap.parse_args(argv)
     if args.blind:
         return _fit_blind(args)
@@ -246,21 +258,51 @@ def _fit_blind(args: argparse.Namespace) -> int:
     diagnoser = Diagnoser("rules", cast(Strategy, args.strategy), cfg.diagnosis)
     found = diagnose_parts(dev, diagnoser, workers=args.workers)
     by_dev = {part.name: cases_of([part], [f]) for part, f in zip(dev, found, strict=True)}
+    by_nat: dict[str, list[Case]] = {}
+    if args.natural is not None:
+        # the natural-answer parts (current diagnoses, every label): natural answers are
+        # scored by the same table, so they are fitted on too and measured part by part
+        nat = load_parts(args.natural, [])
+        nat_found = diagnose_parts(nat, diagnoser, workers=args.workers)
+        by_nat = {
+            f"{args.natural.name}/{part.name}": cases_of([part], [f])
+            for part, f in zip(nat, nat_found, strict=True)
+        }
     dev_cases = [x for cases in by_dev.values() for x in cases]
+    nat_cases = [x for cases in by_nat.values() for x in cases]
     current = default_table()
     blind = [x for cases in by_part.values() for x in cases]
-    fitted, _ = fit_table(blind + dev_cases, cfg.diagnosis, current, c=args.c)
+    fitted, _ = fit_table(blind + dev_cases + nat_cases, cfg.diagnosis, current, c=args.c)
+    natural = f" and {len(nat_cases)} of {len(by_nat)} natural parts" if by_nat else ""
     fitted = ConfidenceTable(
         fitted.groups,
         source=f"fit on {len(blind)} first-contact diagnoses of {len(by_part)} blind parts "
-        f"and {len(dev_cases)} current diagnoses of {len(by_dev)} parts (C={args.c:g})",
+        f"and {len(dev_cases)} current diagnoses of {len(by_dev)} parts{natural} "
+        f"(C={args.c:g})",
     )
     print(f"blind parts: {', '.join(f'{n} ({len(c)})' for n, c in by_part.items())}")
     print(f"current table, blind:         {_fmt(scored(blind, cfg.diagnosis, current))}")
-    lopo = leave_one_part_out(by_part, cfg.diagnosis, current, args.c, also=by_dev)
+    lopo = leave_one_part_out(by_part, cfg.diagnosis, current, args.c, also={**by_dev, **by_nat})
     print(f"leave-one-part-out, blind:    {_fmt(lopo)}")
     print(f"current table, development:   {_fmt(scored(dev_cases, cfg.diagnosis, current))}")
     print(f"fitted table, development:    {_fmt(scored(dev_cases, cfg.diagnosis, fitted))}")
+    if by_nat:
+        blind_named = {f"blind:{n}": c for n, c in by_part.items()}
+        print(f"current table, natural:       {_fmt(scored(nat_cases, cfg.diagnosis, current))}")
+        nat_lopo = leave_one_part_out(
+            by_nat, cfg.diagnosis, current, args.c, also={**by_dev, **blind_named}
+        )
+        print(f"leave-one-part-out, natural:  {_fmt(nat_lopo)}")
+        for name, cases in by_nat.items():
+            held = leave_one_part_out(
+                {name: cases},
+                cfg.diagnosis,
+                current,
+                args.c,
+                also={**by_dev, **blind_named, **{k: v for k, v in by_nat.items() if k != name}},
+            )
+            print(f"  {name:<22} current {_fmt(scored(cases, cfg.diagnosis, current))}")
+            print(f"  {'':<22} held out {_fmt(held)}")
     _save(args, fitted)
     return 0
 
