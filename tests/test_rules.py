@@ -32,15 +32,7 @@ SHIPPED = ROOT / "src" / "ragtriage" / "diagnosis" / TABLE_FILE
 #: weight alone. Refitting the table (benchmarks/fit_confidence.py) shrinks this list.
 UNWEIGHTED = {
     "empty",
-    "ordinal_conflict",
-    "count_conflict",
-    "list_substitution",
-    "crossed_terms",
-    "measures_swapped",
-    "roles_swapped",
-    "keypoint_replaced",
     "gt_coverage",
-    "overlap",
     "polar_agrees",
     "candidate_list",
 }

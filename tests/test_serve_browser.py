@@ -389,7 +389,14 @@ def test_confidence_line_speaks_plainly(server: tuple[str, Path], browser: Any) 
     page.goto(base + "/runs/demo/traces/t-q6")
     line = page.locator("#confidence")
     text = line.inner_text()
-    assert text.startswith("0.97: the estimated chance that this verdict is right"), text
+    # the shipped model's confidence of that diagnosis, as the fixture stored it
+    traces, diags = sample_records()
+    shown = next(
+        with_confidence(d, t) for d, t in zip(diags, traces, strict=True) if t.trace_id == "t-q6"
+    )
+    assert shown.confidence is not None
+    expected = f"{shown.confidence:.2f}: the estimated chance that this verdict is right"
+    assert text.startswith(expected), text
     assert "how often verdicts like this one were right on labelled data" in text
     # the fitted model is one click away, not in the line
     assert "first-contact" not in text and "C=10" not in text and "model (" not in text
