@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import pairwise
@@ -495,29 +495,20 @@ def _chunking_tests(ctx: CaseContext, found: _Found) -> None:
         )
 
 
-def anaphors(gt: Sequence[Chunk]) -> list[str]:
-    """Every definite description of :func:`anaphor` in the ground-truth chunks and the
-    pronoun opening one, in chunk order."""
-    out: list[str] = []
+def anaphors(gt: Sequence[Chunk]) -> Iterator[str]:
+    """The definite descriptions ("the company", "该公司") in the ground-truth chunks and
+    the pronoun opening one ("It ...", "他..."), in chunk order: a chunk that leans on
+    context it lacks."""
     for c in gt:
-        out.extend(m.group() for m in _RE_ANAPHORA.finditer(c.text))
+        yield from (m.group() for m in _RE_ANAPHORA.finditer(c.text))
         head = _RE_OPENING_PRONOUN.match(c.text)
         if head is not None:
-            out.append(head.group().strip())
-    return out
+            yield head.group().strip()
 
 
 def anaphor(gt: Sequence[Chunk]) -> str | None:
-    """A definite description ("the company", "该公司") in a ground-truth chunk, or a
-    pronoun opening one ("It ...", "他..."): the chunk leans on context it lacks."""
-    for c in gt:
-        m = _RE_ANAPHORA.search(c.text)
-        if m is not None:
-            return m.group()
-        head = _RE_OPENING_PRONOUN.match(c.text)
-        if head is not None:
-            return head.group().strip()
-    return None
+    """The first of :func:`anaphors`, or ``None``."""
+    return next(anaphors(gt), None)
 
 
 # =========================================================================== retrieval
